@@ -1,0 +1,153 @@
+# falcon - top-level build.
+#
+#   make              build everything that exists (engine, BPF objects + skeletons, tests)
+#   make test         install missing Debian packages, build, run every test
+#   make SAN=1 test   the same with AddressSanitizer + UBSan (separate build dir)
+#   make memcheck     unit tests under valgrind
+#   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   make deps         only install missing Debian packages (idempotent)
+#   make clean
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+SAN ?= 0
+BUILD ?= build$(if $(filter 1,$(SAN)),-san)
+CC := gcc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 8
+
+# Debian packages the project needs to build and test. Installed by `make deps`.
+DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
+	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wformat=2 -Wvla
+CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Iinclude -Idaemon/engine \
+	-MMD -MP
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ifeq ($(SAN),1)
+CFLAGS_BASE += $(SAN_FLAGS)
+LDFLAGS_BASE := $(SAN_FLAGS)
+endif
+CFLAGS ?=
+ALL_CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
+ALL_LDFLAGS := $(LDFLAGS_BASE) $(LDFLAGS)
+
+# ---------------------------------------------------------------------------
+# engine: the sans-I/O protocol engine and the wire codecs (daemon/engine/)
+# ---------------------------------------------------------------------------
+ENGINE_SRCS := $(wildcard daemon/engine/*.c)
+ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(BUILD)/%.o)
+ENGINE_LIB := $(BUILD)/libfcengine.a
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(ENGINE_LIB): $(ENGINE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# ---------------------------------------------------------------------------
+# BPF: bpf/NAME.bpf.c -> NAME.bpf.o -> NAME.skel.h (vmlinux.h from running kernel)
+# ---------------------------------------------------------------------------
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_NAMES := $(BPF_SRCS:bpf/%.bpf.c=%)
+BPF_OBJS := $(BPF_NAMES:%=$(BUILD)/bpf/%.bpf.o)
+BPF_SKELS := $(BPF_NAMES:%=$(BUILD)/bpf/%.skel.h)
+VMLINUX_H := $(BUILD)/bpf/vmlinux.h
+BPF_CFLAGS := -target bpf -O2 -g -Wall -Wextra -Werror -Wno-unused-function \
+	-D__TARGET_ARCH_x86 -I$(BUILD)/bpf -Iinclude -Ibpf -MMD -MP
+
+$(VMLINUX_H):
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
+
+# ---------------------------------------------------------------------------
+# tests
+# ---------------------------------------------------------------------------
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
+BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
+BPFTEST_BINS := $(BPFTEST_SRCS:%.c=$(BUILD)/%)
+TEST_LIBS := -lcmocka -lpthread
+
+$(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS) $(TEST_LIBS)
+
+$(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -I$(BUILD)/bpf $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS) \
+		-lbpf -lelf -lz $(TEST_LIBS)
+
+# libFuzzer targets: always clang with ASan + UBSan, engine sources compiled in.
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/%.c=%)
+FUZZ_BINS := $(FUZZ_NAMES:%=build-fuzz/%)
+FUZZ_CFLAGS := -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -Iinclude -Idaemon/engine -Itests \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/engine/*.h include/falcon/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $< $(ENGINE_SRCS) -o $@
+
+# ---------------------------------------------------------------------------
+# top-level targets
+# ---------------------------------------------------------------------------
+.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck clean
+
+all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS)
+
+deps:
+	@missing=""; \
+	for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
+			|| missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+# `make test` = deps, build, then every suite; one summary line at the end.
+test: deps
+	@$(MAKE) --no-print-directory all $(FUZZ_BINS)
+	@tests/run-tests.sh \
+		--suite unit $(UNIT_BINS) \
+		--suite bpf $(BPFTEST_BINS) \
+		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
+		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+
+test-unit: all
+	@tests/run-tests.sh --suite unit $(UNIT_BINS)
+
+test-bpf: all
+	@tests/run-tests.sh --suite bpf $(BPFTEST_BINS)
+
+memcheck: all
+	@tests/run-tests.sh --suite memcheck \
+		--wrap "valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
+		$(UNIT_BINS)
+
+fuzz: $(FUZZ_BINS)
+	@tests/run-tests.sh --suite fuzz --fuzz $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+fuzz-smoke: $(FUZZ_BINS)
+	@tests/run-tests.sh --suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find build build-san build-fuzz -name '*.d' 2>/dev/null)
