@@ -54,19 +54,25 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 # ---------------------------------------------------------------------------
 # BPF: bpf/NAME.bpf.c -> NAME.bpf.o -> NAME.skel.h (vmlinux.h from running kernel)
 # ---------------------------------------------------------------------------
-BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_NAMES := $(BPF_SRCS:bpf/%.bpf.c=%)
+# Product programs live in bpf/; test-only programs (vectors run under
+# BPF_PROG_TEST_RUN) in tests/bpf/. Both land in $(BUILD)/bpf/.
+BPF_SRCS := $(wildcard bpf/*.bpf.c) $(wildcard tests/bpf/*.bpf.c)
+BPF_NAMES := $(notdir $(BPF_SRCS:%.bpf.c=%))
 BPF_OBJS := $(BPF_NAMES:%=$(BUILD)/bpf/%.bpf.o)
 BPF_SKELS := $(BPF_NAMES:%=$(BUILD)/bpf/%.skel.h)
 VMLINUX_H := $(BUILD)/bpf/vmlinux.h
 BPF_CFLAGS := -target bpf -O2 -g -Wall -Wextra -Werror -Wno-unused-function \
-	-D__TARGET_ARCH_x86 -I$(BUILD)/bpf -Iinclude -Ibpf -MMD -MP
+	-D__TARGET_ARCH_x86 -I$(BUILD)/bpf -Iinclude -Ibpf -Itests -MMD -MP
 
 $(VMLINUX_H):
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/%.bpf.o: tests/bpf/%.bpf.c $(VMLINUX_H)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -127,7 +133,7 @@ test: deps
 	@tests/run-tests.sh \
 		--suite unit $(UNIT_BINS) \
 		--suite bpf $(BPFTEST_BINS) \
-		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
+		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
 test-unit: all
@@ -138,7 +144,7 @@ test-bpf: all
 
 memcheck: all
 	@tests/run-tests.sh --suite memcheck \
-		--wrap "valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
+		--wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
 		$(UNIT_BINS)
 
 fuzz: $(FUZZ_BINS)

@@ -486,11 +486,10 @@ enum fc_rdma_eth {
 	FC_ETH_STETH = 1u << 10,
 };
 
-/* The ETHs an opcode carries, in the order of the spec 8.1.3 table, with the seed's
- * AtomicETH/AtomicAckETH swap corrected (request carries AtomicETH, response
- * AtomicAckETH, as InfiniBand). Wire order is: RBTH, XRCETH, RETH, DETH, AtomicETH or
- * MaskedAtomicETH, AtomicAckETH, SETH, OETH, STETH, ImmDt, IETH - i.e. increasing
- * order of enum fc_rdma_eth except that SETH/OETH/STETH follow the atomic headers.
+/* The ETHs an opcode carries (spec 8.1.3 table), with the seed's AtomicETH/AtomicAckETH
+ * swap corrected (request carries AtomicETH, response AtomicAckETH, as InfiniBand).
+ * The mask's bit order is NOT the wire order. Wire order, after RBTH: XRCETH, RETH, DETH,
+ * AtomicETH or MaskedAtomicETH, AtomicAckETH, SETH, OETH, STETH, ImmDt, IETH.
  * Returns 0 for a reserved opcode. */
 static inline __u32 fc_rdma_opcode_eths(__u8 opcode)
 {
