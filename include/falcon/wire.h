@@ -221,6 +221,16 @@ enum fc_nack_code { /* spec 7.8, 8 bits */
 	FC_NACK_INVALID_CID = 8,
 };
 
+static inline int fc_resync_code_valid(__u32 c)
+{
+	return c >= FC_RESYNC_TARGET_CIE && c <= FC_RESYNC_CODE_MAX;
+}
+
+static inline int fc_proto_type_valid(__u32 p)
+{
+	return p == FC_PROTO_RDMA || p == FC_PROTO_NVME;
+}
+
 static inline int fc_nack_code_valid(__u32 c)
 {
 	return c == FC_NACK_RESOURCE || c == FC_NACK_RNR || c == FC_NACK_XLR ||
@@ -390,6 +400,8 @@ struct fc_nack_hdr {
 #define FC_NACK_W_MASK 0x1u
 #define FC_NACK_ULP_CODE_SHIFT 0
 #define FC_NACK_ULP_CODE_MASK 0xFFu
+#define FC_NACK_W_DATA 0 /* NACK window bit: data window */
+#define FC_NACK_W_REQ 1  /* NACK window bit: request window */
 
 /* Header length of a packet type, 0 for a reserved type. Payload follows for Pull Data
  * and Push Data. */
@@ -415,18 +427,27 @@ static inline __u32 fc_pkt_hdr_len(__u32 type)
 	}
 }
 
-/* The two fields every Falcon packet has in the same place (words 0 and 1). */
+/* Host-order 32-bit word i of a header at any alignment. */
+static inline __u32 fc_hdr_word(const void *hdr, __u32 i)
+{
+	__be32 w;
+
+	__builtin_memcpy(&w, (const __u8 *)hdr + 4 * i, sizeof(w));
+	return fc_ntoh32(w);
+}
+
+/* The fields every Falcon packet has in the same place (words 0 and 1). */
 static inline __u32 fc_hdr_version(const void *falcon_hdr)
 {
-	return FC_GET(fc_ntoh32(((const __be32 *)falcon_hdr)[0]), FC_W0_VERSION);
+	return FC_GET(fc_hdr_word(falcon_hdr, 0), FC_W0_VERSION);
 }
 static inline __u32 fc_hdr_cid(const void *falcon_hdr)
 {
-	return FC_GET(fc_ntoh32(((const __be32 *)falcon_hdr)[0]), FC_W0_CID);
+	return FC_GET(fc_hdr_word(falcon_hdr, 0), FC_W0_CID);
 }
 static inline __u32 fc_hdr_pkt_type(const void *falcon_hdr)
 {
-	return FC_GET(fc_ntoh32(((const __be32 *)falcon_hdr)[1]), FC_W1_PKT_TYPE);
+	return FC_GET(fc_hdr_word(falcon_hdr, 1), FC_W1_PKT_TYPE);
 }
 
 /* ------------------------------------------------------------------------ */

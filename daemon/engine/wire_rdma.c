@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * wire_rdma.c - RDMA-over-Falcon header codec (RDMA spec section 8). See wire_rdma.h.
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "wire_rdma.h"
+
+/* The ETHs in wire order (wire.h, comment above fc_rdma_opcode_eths; spec 8.1.3). */
+static const struct {
+	uint32_t eth;
+	uint8_t len;
+} eth_order[] = {
+	{ FC_ETH_XRCETH, sizeof(struct fc_xrceth) },
+	{ FC_ETH_RETH, sizeof(struct fc_reth) },
+	{ FC_ETH_DETH, sizeof(struct fc_deth) },
+	{ FC_ETH_ATOMIC, sizeof(struct fc_atomic_eth) },
+	{ FC_ETH_MASKED_ATOMIC, sizeof(struct fc_masked_atomic_eth) },
+	{ FC_ETH_ATOMIC_ACK, sizeof(struct fc_atomic_ack_eth) },
+	{ FC_ETH_SETH, sizeof(struct fc_seth) },
+	{ FC_ETH_OETH, sizeof(struct fc_oeth) },
+	{ FC_ETH_STETH, sizeof(struct fc_steth) },
+	{ FC_ETH_IMMDT, sizeof(struct fc_immdt) },
+	{ FC_ETH_IETH, sizeof(struct fc_ieth) },
+};
+#define ETH_COUNT (sizeof(eth_order) / sizeof(eth_order[0]))
+
+/* ------------------------------------------------------------------------ */
+/* Unaligned big-endian access                                               */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t get32(const uint8_t *p)
+{
+	__be32 v;
+
+	memcpy(&v, p, sizeof(v));
+	return fc_ntoh32(v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	__be64 v;
+
+	memcpy(&v, p, sizeof(v));
+	return fc_ntoh64(v);
+}
+
+static uint8_t *put32(uint8_t *p, uint32_t x)
+{
+	__be32 v = fc_hton32(x);
+
+	memcpy(p, &v, sizeof(v));
+	return p + sizeof(v);
+}
+
+static uint8_t *put64(uint8_t *p, uint64_t x)
+{
+	__be64 v = fc_hton64(x);
+
+	memcpy(p, &v, sizeof(v));
+	return p + sizeof(v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Opcode properties                                                         */
+/* ------------------------------------------------------------------------ */
+
+int fc_rdma_hdr_len(uint8_t opcode)
+{
+	uint32_t eths = fc_rdma_opcode_eths(opcode);
+	int len = sizeof(struct fc_rbth);
+	size_t i;
+
+	if (!eths)
+		return -FC_WIRE_ETYPE;
+	for (i = 0; i < ETH_COUNT; i++)
+		if (eths & eth_order[i].eth)
+			len += eth_order[i].len;
+	return len;
+}
+
+bool fc_rdma_opcode_has_payload(uint8_t opcode)
+{
+	if (!fc_rdma_opcode_eths(opcode))
+		return false;
+	/* Pull Requests (READ Request, atomics) and the ATOMIC Response: headers only */
+	return fc_rdma_opcode_falcon_type(opcode) != FC_PKT_PULL_REQ &&
+	       (opcode & 0x1F) != FC_RDMA_ATOMIC_RESP;
+}
+
+/* WRITE Only (Imm): the RETH length must equal the payload length. */
+static bool reth_len_is_payload_len(uint8_t opcode)
+{
+	uint8_t op = opcode & 0x1F;
+
+	return op == FC_RDMA_WRITE_ONLY || op == FC_RDMA_WRITE_ONLY_IMM;
+}
+
+#define OPCODE_NAMES(cls)                                             \
+	{                                                             \
+		[FC_RDMA_SEND_FIRST] = cls "SEND_FIRST",              \
+		[FC_RDMA_SEND_MIDDLE] = cls "SEND_MIDDLE",            \
+		[FC_RDMA_SEND_LAST] = cls "SEND_LAST",                \
+		[FC_RDMA_SEND_LAST_IMM] = cls "SEND_LAST_IMM",        \
+		[FC_RDMA_SEND_ONLY] = cls "SEND_ONLY",                \
+		[FC_RDMA_SEND_ONLY_IMM] = cls "SEND_ONLY_IMM",        \
+		[FC_RDMA_WRITE_FIRST] = cls "WRITE_FIRST",            \
+		[FC_RDMA_WRITE_MIDDLE] = cls "WRITE_MIDDLE",          \
+		[FC_RDMA_WRITE_LAST] = cls "WRITE_LAST",              \
+		[FC_RDMA_WRITE_LAST_IMM] = cls "WRITE_LAST_IMM",      \
+		[FC_RDMA_WRITE_ONLY] = cls "WRITE_ONLY",              \
+		[FC_RDMA_WRITE_ONLY_IMM] = cls "WRITE_ONLY_IMM",      \
+		[FC_RDMA_READ_REQ] = cls "READ_REQ",                  \
+		[FC_RDMA_READ_RESP_FIRST] = cls "READ_RESP_FIRST",    \
+		[FC_RDMA_READ_RESP_MIDDLE] = cls "READ_RESP_MIDDLE",  \
+		[FC_RDMA_READ_RESP_LAST] = cls "READ_RESP_LAST",      \
+		[FC_RDMA_READ_RESP_ONLY] = cls "READ_RESP_ONLY",      \
+		[FC_RDMA_ATOMIC_RESP] = cls "ATOMIC_RESP",            \
+		[FC_RDMA_CMP_SWAP] = cls "CMP_SWAP",                  \
+		[FC_RDMA_FETCH_ADD] = cls "FETCH_ADD",                \
+		[FC_RDMA_SEND_LAST_INV] = cls "SEND_LAST_INV",        \
+		[FC_RDMA_SEND_ONLY_INV] = cls "SEND_ONLY_INV",        \
+		[FC_RDMA_MASKED_CMP_SWAP] = cls "MASKED_CMP_SWAP",    \
+		[FC_RDMA_MASKED_FETCH_ADD] = cls "MASKED_FETCH_ADD",  \
+	}
+
+const char *fc_rdma_opcode_name(uint8_t opcode)
+{
+	static const char *const rc[32] = OPCODE_NAMES("RC_");
+	static const char *const ud[32] = OPCODE_NAMES("UD_");
+	static const char *const xrc[32] = OPCODE_NAMES("XRC_");
+	uint8_t cls = opcode >> FC_RDMA_OPC_CLASS_SHIFT, op = opcode & 0x1F;
+
+	if (!fc_rdma_opcode_eths(opcode))
+		return "RESERVED";
+	if (cls == FC_RDMA_CLASS_UD)
+		return ud[op];
+	if (cls == FC_RDMA_CLASS_XRC)
+		return xrc[op];
+	return rc[op];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decode                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* spec 8.2; reserved bits are ignored. */
+static void decode_rbth(const uint8_t *p, struct fc_rdma_hdrs *h)
+{
+	h->opcode = p[0];
+	h->se = FC_GET(p[1], FC_RBTH_SE);
+	h->pad = FC_GET(p[1], FC_RBTH_PAD);
+	h->ce = FC_GET(p[2], FC_RBTH_CE);
+	h->ackreq = FC_GET(p[2], FC_RBTH_A);
+	h->dqp = get32(p + 4) & FC_QPN_MASK;
+	h->sn = get32(p + 8);
+}
+
+/* RFC 7306 5.2.1 / 5.1: the masks that make a masked atomic act as the plain one. */
+static void plain_atomic_masks(uint8_t opcode, struct fc_rdma_hdrs *h)
+{
+	h->atomic.swap_add_mask = (opcode & 0x1F) == FC_RDMA_FETCH_ADD ? 0 : ~0ULL;
+	h->atomic.compare_mask = ~0ULL;
+}
+
+/* AtomicETH (8.3.6) or MaskedAtomicETH (RFC 7306 figure 4 after VA and R_Key). */
+static void decode_atomic(const uint8_t *p, bool masked, struct fc_rdma_hdrs *h)
+{
+	h->atomic.va = get64(p);
+	h->atomic.rkey = get32(p + 8);
+	h->atomic.swap_add = get64(p + 12);
+	if (!masked) {
+		h->atomic.compare = get64(p + 20);
+		plain_atomic_masks(h->opcode, h);
+		return;
+	}
+	h->atomic.swap_add_mask = get64(p + 20);
+	h->atomic.compare = get64(p + 28);
+	h->atomic.compare_mask = get64(p + 36);
+}
+
+/* One ETH at p, spec 8.3.x; reserved bits are ignored. */
+static void decode_eth(uint32_t eth, const uint8_t *p, struct fc_rdma_hdrs *h)
+{
+	switch (eth) {
+	case FC_ETH_XRCETH:
+		h->xrc_srq = get32(p) & FC_QPN_MASK;
+		break;
+	case FC_ETH_RETH:
+		h->reth.va = get64(p);
+		h->reth.rkey = get32(p + 8);
+		h->reth.len = get32(p + 12);
+		break;
+	case FC_ETH_DETH:
+		h->deth.qkey = get32(p);
+		h->deth.src_qp = get32(p + 4) & FC_QPN_MASK;
+		break;
+	case FC_ETH_ATOMIC:
+	case FC_ETH_MASKED_ATOMIC:
+		decode_atomic(p, eth == FC_ETH_MASKED_ATOMIC, h);
+		break;
+	case FC_ETH_ATOMIC_ACK:
+		h->atomic_orig = get64(p);
+		break;
+	case FC_ETH_SETH:
+		h->rmsn = get32(p);
+		break;
+	case FC_ETH_OETH:
+		h->offset = get32(p);
+		break;
+	case FC_ETH_STETH:
+		h->steth.va = get64(p);
+		h->steth.lkey = get32(p + 8);
+		break;
+	case FC_ETH_IMMDT:
+		h->imm = get32(p);
+		break;
+	case FC_ETH_IETH:
+		h->inv_rkey = get32(p);
+		break;
+	}
+}
+
+/* The length rules of wire_rdma.h on a packet whose headers are decoded into h and
+ * which has rest bytes after them. Returns 0 or -FC_WIRE_ELEN. */
+static int check_lengths(const struct fc_rdma_hdrs *h, size_t len, size_t rest)
+{
+	if (len % 4)
+		return -FC_WIRE_ELEN; /* spec 8.2: pad aligns to 4 bytes */
+	if (h->pad > rest)
+		return -FC_WIRE_ELEN;
+	if (rest && !fc_rdma_opcode_has_payload(h->opcode))
+		return -FC_WIRE_ELEN;
+	if (reth_len_is_payload_len(h->opcode) && h->reth.len != rest - h->pad)
+		return -FC_WIRE_ELEN; /* spec 8.3.1 */
+	return 0;
+}
+
+int fc_rdma_decode(const void *buf, size_t len, int falcon_type, struct fc_rdma_hdrs *out)
+{
+	const uint8_t *p = buf;
+	struct fc_rdma_hdrs h = { 0 };
+	int hdr_len, err;
+	size_t i, off;
+
+	if (len < sizeof(struct fc_rbth))
+		return -FC_WIRE_ETRUNC;
+	if (FC_GET(p[1], FC_RBTH_VER) != FC_RDMA_VERSION)
+		return -FC_WIRE_EVERSION;
+	decode_rbth(p, &h);
+	h.eths = fc_rdma_opcode_eths(h.opcode);
+	if (!h.eths)
+		return -FC_WIRE_ETYPE;
+	if (falcon_type >= 0 && fc_rdma_opcode_falcon_type(h.opcode) != (uint32_t)falcon_type)
+		return -FC_WIRE_ETYPE;
+	hdr_len = fc_rdma_hdr_len(h.opcode);
+	if (len < (size_t)hdr_len)
+		return -FC_WIRE_ETRUNC;
+	off = sizeof(struct fc_rbth);
+	for (i = 0; i < ETH_COUNT; i++) {
+		if (!(h.eths & eth_order[i].eth))
+			continue;
+		decode_eth(eth_order[i].eth, p + off, &h);
+		off += eth_order[i].len;
+	}
+	err = check_lengths(&h, len, len - off);
+	if (err)
+		return err;
+	h.payload = p + off;
+	h.payload_len = len - off - h.pad;
+	*out = h;
+	return hdr_len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Encode                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* spec 8.2; reserved bits are written as zero. */
+static void encode_rbth(const struct fc_rdma_hdrs *h, uint8_t pad, uint8_t *p)
+{
+	p[0] = h->opcode;
+	p[1] = FC_PUT(FC_RBTH_SE, h->se) | FC_PUT(FC_RBTH_PAD, pad) |
+	       FC_PUT(FC_RBTH_VER, FC_RDMA_VERSION);
+	p[2] = FC_PUT(FC_RBTH_CE, h->ce) | FC_PUT(FC_RBTH_A, h->ackreq);
+	p[3] = 0;
+	put32(p + 4, h->dqp);
+	put32(p + 8, h->sn);
+}
+
+static void encode_atomic(const struct fc_rdma_hdrs *h, bool masked, uint8_t *p)
+{
+	p = put64(p, h->atomic.va);
+	p = put32(p, h->atomic.rkey);
+	p = put64(p, h->atomic.swap_add);
+	if (masked)
+		p = put64(p, h->atomic.swap_add_mask);
+	p = put64(p, h->atomic.compare);
+	if (masked)
+		put64(p, h->atomic.compare_mask);
+}
+
+/* One ETH at p, spec 8.3.x; reserved bits are written as zero. */
+static void encode_eth(uint32_t eth, const struct fc_rdma_hdrs *h, uint8_t *p)
+{
+	switch (eth) {
+	case FC_ETH_XRCETH:
+		put32(p, h->xrc_srq);
+		break;
+	case FC_ETH_RETH:
+		put32(put32(put64(p, h->reth.va), h->reth.rkey), h->reth.len);
+		break;
+	case FC_ETH_DETH:
+		put32(put32(p, h->deth.qkey), h->deth.src_qp);
+		break;
+	case FC_ETH_ATOMIC:
+	case FC_ETH_MASKED_ATOMIC:
+		encode_atomic(h, eth == FC_ETH_MASKED_ATOMIC, p);
+		break;
+	case FC_ETH_ATOMIC_ACK:
+		put64(p, h->atomic_orig);
+		break;
+	case FC_ETH_SETH:
+		put32(p, h->rmsn);
+		break;
+	case FC_ETH_OETH:
+		put32(p, h->offset);
+		break;
+	case FC_ETH_STETH:
+		put32(put64(p, h->steth.va), h->steth.lkey);
+		break;
+	case FC_ETH_IMMDT:
+		put32(p, h->imm);
+		break;
+	case FC_ETH_IETH:
+		put32(p, h->inv_rkey);
+		break;
+	}
+}
+
+/* Field widths and opcode/payload agreement. Returns 0 or -FC_WIRE_EINVAL. */
+static int check_encode(const struct fc_rdma_hdrs *h, const void *payload, size_t payload_len)
+{
+	uint32_t eths = fc_rdma_opcode_eths(h->opcode);
+
+	if (!eths || h->dqp > FC_QPN_MASK)
+		return -FC_WIRE_EINVAL;
+	if ((eths & FC_ETH_XRCETH) && h->xrc_srq > FC_QPN_MASK)
+		return -FC_WIRE_EINVAL;
+	if ((eths & FC_ETH_DETH) && h->deth.src_qp > FC_QPN_MASK)
+		return -FC_WIRE_EINVAL;
+	if (payload_len && (!payload || !fc_rdma_opcode_has_payload(h->opcode)))
+		return -FC_WIRE_EINVAL;
+	if (reth_len_is_payload_len(h->opcode) && h->reth.len != payload_len)
+		return -FC_WIRE_EINVAL;
+	return 0;
+}
+
+int fc_rdma_encode(const struct fc_rdma_hdrs *h, const void *payload, size_t payload_len,
+		   void *buf, size_t cap)
+{
+	uint8_t *p = buf, pad = (4 - payload_len % 4) % 4;
+	uint32_t eths = fc_rdma_opcode_eths(h->opcode);
+	size_t i, off, hdr_len;
+	int err;
+
+	err = check_encode(h, payload, payload_len);
+	if (err)
+		return err;
+	hdr_len = (size_t)fc_rdma_hdr_len(h->opcode);
+	if (payload_len > (size_t)INT_MAX - hdr_len - pad)
+		return -FC_WIRE_EINVAL;
+	if (cap < hdr_len || cap - hdr_len < payload_len + pad)
+		return -FC_WIRE_ENOSPC;
+	if (payload_len)
+		memmove(p + hdr_len, payload, payload_len); /* first: payload may alias buf */
+	memset(p + hdr_len + payload_len, 0, pad);
+	encode_rbth(h, pad, p);
+	off = sizeof(struct fc_rbth);
+	for (i = 0; i < ETH_COUNT; i++) {
+		if (!(eths & eth_order[i].eth))
+			continue;
+		encode_eth(eth_order[i].eth, h, p + off);
+		off += eth_order[i].len;
+	}
+	return (int)(hdr_len + payload_len + pad);
+}
