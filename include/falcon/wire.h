@@ -524,15 +524,8 @@ static inline __u32 fc_rdma_opcode_eths(__u8 opcode)
 		return 0;
 	}
 	if (cls == FC_RDMA_CLASS_XRC) {
-		/* XRC: requests only, each with XRCETH (RDMA spec 6.6.2, 8.3.9) */
-		switch (op) {
-		case FC_RDMA_READ_RESP_FIRST:
-		case FC_RDMA_READ_RESP_MIDDLE:
-		case FC_RDMA_READ_RESP_LAST:
-		case FC_RDMA_READ_RESP_ONLY:
-		case FC_RDMA_ATOMIC_RESP:
-			return 0;
-		}
+		/* XRC as InfiniBand (RDMA spec 6.6.2 defers to it): requests carry XRCETH
+		 * (8.3.9); responses use the XRC class without it (see the switch below). */
 		xrc = FC_ETH_XRCETH;
 	} else if (cls != FC_RDMA_CLASS_RC) {
 		return 0;

@@ -92,9 +92,9 @@ static int spec_lookup(uint8_t opcode, struct spec_op *s)
 	if (!rc[op].eths)
 		return 0;
 	*s = rc[op];
-	if (cls == 5) { /* XRC: requests only, XRCETH right after the RBTH */
-		if (s->falcon_type == 3)
-			return 0;
+	if (cls == 5) { /* XRC (IB): requests carry XRCETH right after the RBTH, */
+		if (s->falcon_type == 3) /* responses (Pull Data) carry none */
+			return 1;
 		snprintf(xrc_eths[op], sizeof(xrc_eths[op]), "X%s", rc[op].eths);
 		s->eths = xrc_eths[op];
 	}
@@ -630,8 +630,8 @@ static void test_all_opcodes(void **state)
 			if (names[j])
 				assert_string_not_equal(names[j], names[op]);
 	}
-	/* RC 24 (22 of 8.1.3 + 2 masked), UD 2, XRC 19 (the RC requests) */
-	assert_int_equal(valid, 24 + 2 + 19);
+	/* RC 24 (22 of 8.1.3 + 2 masked), UD 2, XRC 24 (19 requests, 5 responses) */
+	assert_int_equal(valid, 24 + 2 + 24);
 	assert_string_equal(fc_rdma_opcode_name(0x0A), "RC_WRITE_ONLY");
 	assert_string_equal(fc_rdma_opcode_name(0x65), "UD_SEND_ONLY_IMM");
 	assert_string_equal(fc_rdma_opcode_name(0xB8), "XRC_MASKED_CMP_SWAP");
@@ -782,7 +782,7 @@ static void test_round_trip_all_opcodes(void **state)
 		n++;
 	}
 	ctx_opcode = ctx_iter = -1;
-	assert_int_equal(n, 45);
+	assert_int_equal(n, 50);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1084,7 +1084,7 @@ static void test_encode_einval(void **state)
 	assert_int_equal(fc_rdma_encode(&h, NULL, 0, buf, sizeof(buf)), -FC_WIRE_EINVAL);
 	h.opcode = 0x66;
 	assert_int_equal(fc_rdma_encode(&h, NULL, 0, buf, sizeof(buf)), -FC_WIRE_EINVAL);
-	h.opcode = 0xB2; /* XRC ATOMIC Response */
+	h.opcode = 0xB1; /* XRC class, reserved operation */
 	assert_int_equal(fc_rdma_encode(&h, NULL, 0, buf, sizeof(buf)), -FC_WIRE_EINVAL);
 
 	random_hdrs(0x0C, &h); /* payload on a READ Request */
