@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pdl.h - the packet delivery sublayer of one Falcon connection (spec section 9).
+ *
+ * Sans-I/O: the caller hands in received packets and the current time, and pulls out
+ * packets to transmit and the next time it must call again. No sockets, no clocks, no
+ * threads, no allocation after fc_pdl_new.
+ *
+ *   transaction sublayer --fc_pdl_submit--> [tx windows] --fc_pdl_poll_tx--> network
+ *   network --fc_pdl_rx--> [rx windows (window.h)] --ops->deliver--> transaction sublayer
+ *   transaction sublayer --fc_pdl_ulp_ack / fc_pdl_ulp_nack--> ACK / NACK generation
+ *
+ * Each connection is both a transmitter (9.1) and a receiver (9.2). Payload buffers stay
+ * owned by the caller: a buffer handed to fc_pdl_submit must stay valid until the packet
+ * is released through ops->tx_done (9.1.3: the transmitter keeps what it needs to
+ * rebuild the packet for retransmission).
+ */
+#ifndef FC_PDL_H
+#define FC_PDL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "falcon/window.h"
+#include "falcon/wire.h"
+#include "rue_if.h"
+
+enum fc_win_id { FC_WIN_REQ = 0, FC_WIN_DATA = 1 };
+
+#define FC_TX_WIN_MAX 1024  /* capacity of a transmit window ring, packets */
+#define FC_PDL_NACK_QUEUE 64 /* NACKs waiting to be sent; more are dropped and counted */
+
+struct fc_pdl_cfg {
+	uint32_t local_cid;          /* CID peers put in packets to us */
+	uint32_t remote_cid;         /* CID we put in packets to the peer */
+	uint32_t dest_fn;            /* destination function (7.2) */
+	uint32_t proto;              /* FC_PROTO_RDMA */
+	int ordered;                 /* ordered connection: (re)transmit in submission order (9.1.3) */
+	uint32_t tx_psn[2];          /* initial transmit PSN per window, from the CM */
+	uint32_t rx_psn[2];          /* initial receive base PSN per window, from the CM */
+	uint32_t tx_window[2];       /* transmit window per sliding window, <= FC_TX_WIN_MAX */
+	uint32_t ack_coalesce_count; /* send an ACK after this many packets (9.1.6) */
+	uint64_t ack_coalesce_ns;    /* ... or this long after the first unacknowledged one */
+	uint32_t ar_fcwnd_threshold; /* AR on every packet while fcwnd <= this (9.1.3.1), packets */
+	uint32_t ar_percent;         /* else on this percentage of packets */
+	uint32_t ooo_threshold;      /* early retransmission distance (9.1.4) */
+	uint32_t max_retx;           /* max retransmit attempts (9.1.1, section 11) */
+	uint64_t rto_ns;             /* retransmit timeout until the RUE sets one */
+	uint32_t fcwnd_fp;           /* fabric window, FC_CWND_ONE = 1 packet */
+	uint32_t ncwnd;              /* NIC window, packets */
+	uint64_t ipg_ns;             /* inter-packet gap when fcwnd < 1 */
+	uint32_t hops;               /* forward hop count to report in ACKs (CC info) */
+};
+
+/* Defaults of the issue / Google's public Falcon simulator (documented in rue_if.h). */
+void fc_pdl_cfg_default(struct fc_pdl_cfg *cfg);
+
+/* A packet the transaction sublayer hands to the PDL. */
+struct fc_pdl_tx_req {
+	uint8_t type;        /* FC_PKT_PULL_REQ, FC_PKT_PULL_DATA or FC_PKT_PUSH_DATA */
+	uint32_t rsn;
+	uint16_t req_len;    /* Pull Request: length of the expected Pull Data payload */
+	const void *payload; /* ULP headers + data; valid until ops->tx_done */
+	uint32_t len;
+	uint64_t cookie;     /* opaque, returned in tx_done */
+};
+
+/* A packet the PDL delivers to the transaction sublayer (9.2.2: passed all checks). */
+struct fc_pdl_rx_pkt {
+	uint8_t type;
+	uint8_t window;      /* enum fc_win_id */
+	uint8_t resync_code; /* Resync only */
+	uint8_t resync_pkt_type;
+	uint32_t psn, rsn;
+	uint16_t req_len;
+	const uint8_t *payload; /* valid during the callback only */
+	uint32_t len;
+};
+
+/* A refusal by the transaction sublayer (spec 7.8 fields). */
+struct fc_pdl_nack {
+	uint8_t code;        /* enum fc_nack_code */
+	uint8_t rnr_timeout; /* 5-bit RNR timeout code, for FC_NACK_RNR */
+	uint8_t ulp_code;    /* opaque ULP NACK code */
+};
+
+/* Why a transmitted packet was released (ops->tx_done). */
+enum fc_tx_status {
+	FC_TX_ACKED = 0,     /* acknowledged by the receiver */
+	FC_TX_NACKED,        /* NACKed with CIE / NRE / invalid CID / xLR and resynced (9.2.4) */
+	FC_TX_RETX_EXHAUSTED,/* max retransmit attempts; replaced by a Resync (section 11) */
+	FC_TX_CONN_DEAD,     /* connection failed; resources reclaimed */
+};
+
+struct fc_pdl_ops {
+	/* A new packet passed the acceptance checks. Return 0 to take it: Push Data then
+	 * waits for fc_pdl_ulp_ack or fc_pdl_ulp_nack, everything else is acknowledged.
+	 * Return 1 with *nack filled to refuse it at once (resource drop, RNR, CIE...): it
+	 * is taken out of the window again and the NACK sent (9.1.7, section 11). The
+	 * return value is ignored for Resync. */
+	int (*deliver)(void *ctx, const struct fc_pdl_rx_pkt *pkt, struct fc_pdl_nack *nack);
+	/* A submitted packet is released; its payload buffer may be reused. Called exactly
+	 * once per fc_pdl_submit that returned 0. nack_code is set for FC_TX_NACKED. */
+	void (*tx_done)(void *ctx, uint64_t cookie, uint32_t rsn, enum fc_tx_status st,
+			uint8_t nack_code);
+	/* A NACK arrived for one of our packets (9.2.4): RNR (with its timeout), resource
+	 * drop, or a ULP error; informational, tx_done follows for the ULP errors. */
+	void (*nack)(void *ctx, uint32_t rsn, uint8_t nack_code, uint8_t ulp_code,
+		     uint64_t rnr_timeout_ns);
+	/* The connection hit a fatal error (a Resync exhausted its retransmissions). */
+	void (*fatal)(void *ctx, int reason);
+	/* A congestion-control event for the RUE (10.6.2.1). May be NULL. */
+	void (*cc_event)(void *ctx, const struct fc_cc_event *ev);
+};
+
+struct fc_pdl_counters {
+	uint64_t tx_pkts, tx_bytes, tx_new, rx_pkts, rx_bytes;
+	uint64_t retx_timeout, retx_early, retx_own, retx_nack;
+	uint64_t backs_tx, eacks_tx, nacks_tx, resyncs_tx;
+	uint64_t backs_rx, eacks_rx, nacks_rx, resyncs_rx;
+	uint64_t acks_stale;      /* ACK/NACK with a base older than ours: discarded (9.2.3) */
+	uint64_t acks_bogus;      /* ACK/NACK acknowledging PSNs never sent: discarded */
+	uint64_t rx_dup, rx_old, rx_oow, rx_decode_err, rx_bad_cid, rx_dead;
+	uint64_t nack_queue_full;
+	uint64_t rx_refused_bad;  /* deliver refused with an invalid NACK: dropped */
+	uint64_t piggyback_acks;  /* base PSNs advanced by a data packet's piggybacked ACK */
+	uint64_t cc_events;
+	uint64_t fatal;
+};
+
+struct fc_pdl;
+
+/* Create a connection's PDL. rx may point at shared window memory (an mmapped BPF map in
+ * XDP mode) or be NULL to use private memory; it is initialised from cfg->rx_psn.
+ * Returns NULL and sets errno (EINVAL for a bad config, ENOMEM). */
+struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
+			  const struct fc_pdl_ops *ops, void *ctx);
+void fc_pdl_free(struct fc_pdl *p);
+
+/* Queue a packet for transmission; assigns its PSN (9.1.3). Returns 0, -EAGAIN when the
+ * transmit window ring is full (try again after releases), -EINVAL for a bad request,
+ * -EPIPE after a fatal error. */
+int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *req);
+
+/* A packet from the network (a whole Falcon packet, after PSP). tx_ns is the sender's
+ * transmit time (PSP IV), now_ns our receive time. Returns 0 when the packet was
+ * processed (accepted or deliberately dropped and counted), a negative FC_WIRE_ error
+ * when it did not decode (counted too). */
+int fc_pdl_rx(struct fc_pdl *p, const void *pkt, size_t len, uint64_t tx_ns, uint64_t now_ns);
+
+/* The ULP acknowledged Push Data psn (9.2.2.4). Returns 0 or -ENOENT. */
+int fc_pdl_ulp_ack(struct fc_pdl *p, uint32_t psn, uint64_t now_ns);
+
+/* The ULP refuses packet psn of window win with nack_code (RNR, CIE, NRE, invalid CID,
+ * resource): the packet is un-received and a NACK queued (9.1.7). Returns 0, -ENOENT
+ * (psn not received in that window), -ENOBUFS (NACK queue full; counted, the sender
+ * will time out and retransmit). */
+int fc_pdl_ulp_nack(struct fc_pdl *p, enum fc_win_id win, uint32_t psn, uint8_t nack_code,
+		    uint8_t rnr_timeout_code, uint8_t ulp_code, uint64_t now_ns);
+
+/* Build the next packet to send into buf (a whole Falcon packet). Returns its length,
+ * 0 when nothing may be sent now, or -FC_WIRE_ENOSPC when cap is too small. */
+int fc_pdl_poll_tx(struct fc_pdl *p, uint64_t now_ns, void *buf, size_t cap);
+
+/* The earliest time fc_pdl_on_timer (or poll_tx) has work: retransmit timers, ACK
+ * coalescing, pacing. UINT64_MAX when idle. */
+uint64_t fc_pdl_next_deadline(const struct fc_pdl *p);
+void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now_ns);
+
+/* Apply a RUE result (10.6.2.2): fcwnd, ncwnd, inter-packet gap, retransmit timeout. */
+void fc_pdl_cc_apply(struct fc_pdl *p, const struct fc_cc_result *res);
+
+const struct fc_pdl_counters *fc_pdl_counters(const struct fc_pdl *p);
+/* Packets submitted and not yet released, per window. */
+uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win);
+int fc_pdl_is_dead(const struct fc_pdl *p);
+struct fc_rx_state *fc_pdl_rx_state(struct fc_pdl *p);
+
+#endif

@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Packet delivery sublayer scenarios (spec section 9, 6.6.6, section 11), driven by hand:
+ * two PDLs, a "wire" that the test can drop packets from, and virtual time. The
+ * randomized property tests live in tests/sim/.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pdl.h"
+#include "wire_falcon.h"
+
+#define MAXREC 4096
+#define US 1000ull
+
+struct ep {
+	struct fc_pdl *p;
+	const char *name;
+	int auto_ack;   /* ULP acknowledges Push Data inside deliver */
+	struct fc_pdl_nack refuse; /* refuse the next delivery with this NACK */
+	uint64_t now;
+	struct fc_pdl_rx_pkt got[MAXREC];
+	int ngot;
+	struct { uint64_t cookie; uint32_t rsn; int st; uint8_t code; } done[MAXREC];
+	int ndone;
+	int nacks, fatal;
+	uint8_t last_nack_code;
+	uint64_t last_rnr_ns;
+	int cc_events, cc_retx, cc_ack, cc_nack;
+};
+
+static int cb_deliver(void *ctx, const struct fc_pdl_rx_pkt *pkt, struct fc_pdl_nack *nack)
+{
+	struct ep *e = ctx;
+
+	assert_true(e->ngot < MAXREC);
+	e->got[e->ngot++] = *pkt;
+	if (e->refuse.code) { /* the ULP refuses this one at once */
+		*nack = e->refuse;
+		e->refuse.code = 0;
+		return 1;
+	}
+	if (e->auto_ack && pkt->type == FC_PKT_PUSH_DATA)
+		assert_int_equal(fc_pdl_ulp_ack(e->p, pkt->psn, e->now), 0);
+	return 0;
+}
+
+static void cb_tx_done(void *ctx, uint64_t cookie, uint32_t rsn, enum fc_tx_status st, uint8_t code)
+{
+	struct ep *e = ctx;
+
+	assert_true(e->ndone < MAXREC);
+	e->done[e->ndone].cookie = cookie;
+	e->done[e->ndone].rsn = rsn;
+	e->done[e->ndone].st = st;
+	e->done[e->ndone].code = code;
+	e->ndone++;
+}
+
+static void cb_nack(void *ctx, uint32_t rsn, uint8_t code, uint8_t ulp, uint64_t rnr_ns)
+{
+	struct ep *e = ctx;
+
+	(void)rsn;
+	(void)ulp;
+	e->nacks++;
+	e->last_nack_code = code;
+	e->last_rnr_ns = rnr_ns;
+}
+
+static void cb_fatal(void *ctx, int reason)
+{
+	struct ep *e = ctx;
+
+	assert_int_equal(reason, -ETIMEDOUT);
+	e->fatal++;
+}
+
+static void cb_cc(void *ctx, const struct fc_cc_event *ev)
+{
+	struct ep *e = ctx;
+
+	e->cc_events++;
+	if (ev->type == FC_RUE_EV_RETX)
+		e->cc_retx++;
+	else if (ev->type == FC_RUE_EV_ACK)
+		e->cc_ack++;
+	else
+		e->cc_nack++;
+}
+
+static const struct fc_pdl_ops ops = {
+	.deliver = cb_deliver, .tx_done = cb_tx_done, .nack = cb_nack, .fatal = cb_fatal,
+	.cc_event = cb_cc,
+};
+
+static struct fc_pdl_cfg cfg;
+static struct ep *A, *B;
+static uint8_t payload[64][256];
+
+/* A (cid 1) talks to B (cid 2); both start their data windows at PSN 300 and their
+ * request windows at 100, as spec 6.6. */
+static void setup_pair(void (*tweak)(struct fc_pdl_cfg *))
+{
+	struct fc_pdl_cfg ca, cb;
+
+	fc_pdl_cfg_default(&cfg);
+	cfg.tx_psn[FC_WIN_REQ] = cfg.rx_psn[FC_WIN_REQ] = 100;
+	cfg.tx_psn[FC_WIN_DATA] = cfg.rx_psn[FC_WIN_DATA] = 300;
+	if (tweak)
+		tweak(&cfg);
+	ca = cb = cfg;
+	ca.local_cid = 1;
+	ca.remote_cid = 2;
+	cb.local_cid = 2;
+	cb.remote_cid = 1;
+	A = calloc(1, sizeof(*A));
+	B = calloc(1, sizeof(*B));
+	assert_non_null(A);
+	assert_non_null(B);
+	A->name = "A";
+	B->name = "B";
+	A->auto_ack = B->auto_ack = 1;
+	A->p = fc_pdl_new(&ca, NULL, &ops, A);
+	B->p = fc_pdl_new(&cb, NULL, &ops, B);
+	assert_non_null(A->p);
+	assert_non_null(B->p);
+	for (int i = 0; i < 64; i++)
+		memset(payload[i], i, sizeof(payload[i]));
+}
+
+static void teardown_pair(void)
+{
+	fc_pdl_free(A->p);
+	fc_pdl_free(B->p);
+	free(A);
+	free(B);
+}
+
+static void submit(struct ep *e, uint8_t type, uint32_t rsn, int i)
+{
+	struct fc_pdl_tx_req r = { .type = type, .rsn = rsn, .payload = payload[i], .len = 100,
+				   .cookie = (uint64_t)i, .req_len = type == FC_PKT_PULL_REQ ? 64 : 0 };
+
+	assert_int_equal(fc_pdl_submit(e->p, &r), 0);
+}
+
+typedef int (*drop_fn)(const struct fc_falcon_pkt *f, int nth);
+
+/* Move everything `from` wants to send at time `now` to `to`, arriving at `now`
+ * (zero latency) unless drop says so. Returns packets delivered; fills last if given. */
+static int pump(struct ep *from, struct ep *to, uint64_t now, drop_fn drop,
+		struct fc_falcon_pkt *last, uint8_t *lastbuf)
+{
+	static uint8_t buf[4096];
+	int n = 0, nth = 0, len;
+
+	from->now = to->now = now;
+	while ((len = fc_pdl_poll_tx(from->p, now, buf, sizeof(buf))) > 0) {
+		struct fc_falcon_pkt f;
+
+		assert_true(fc_falcon_decode(buf, (size_t)len, &f) >= 0);
+		if (last) {
+			memcpy(lastbuf, buf, (size_t)len);
+			assert_true(fc_falcon_decode(lastbuf, (size_t)len, last) >= 0);
+		}
+		if (drop && drop(&f, nth++))
+			continue;
+		assert_int_equal(fc_pdl_rx(to->p, buf, (size_t)len, now, now), 0);
+		n++;
+	}
+	assert_true(len >= 0);
+	return n;
+}
+
+static void fire(struct ep *e, uint64_t now)
+{
+	e->now = now;
+	fc_pdl_on_timer(e->p, now);
+}
+
+static const struct fc_pdl_counters *C(struct ep *e) { return fc_pdl_counters(e->p); }
+
+/* ------------------------------------------------------------------------ */
+
+static void ooo2(struct fc_pdl_cfg *c) { c->ooo_threshold = 2; }
+static int drop_psn300(const struct fc_falcon_pkt *f, int nth)
+{
+	(void)nth;
+	return f->type == FC_PKT_PUSH_DATA && f->psn == 300 && f->ar == 0;
+}
+
+/* spec 6.6.6: four Push Data, the first lost; the target's EACK shows PSN 300 missing and
+ * 301-303 received; the initiator retransmits 300 early, without waiting for its timer.
+ * (The spec writes the data-rx bitmap "0b0111" with PSN 300 first; falcon's bit i stands
+ * for base + i, so it is 0b1110 here.) ooo_threshold 2: with the default 3 a hole three
+ * packets back is still taken for reordering (9.1.4: PSN < psn_high - ooo_threshold). */
+static void test_spec_666_early_retransmit(void **state)
+{
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+
+	(void)state;
+	setup_pair(ooo2);
+	for (int i = 0; i < 4; i++)
+		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i);
+	B->auto_ack = 0; /* the ordered target holds 301-303 until 300 arrives */
+	assert_int_equal(pump(A, B, 0, drop_psn300, NULL, NULL), 3);
+	assert_int_equal(B->ngot, 3);
+
+	/* B's coalescing timer (8 us) expires: it sends an EACK */
+	assert_int_equal(fc_pdl_next_deadline(B->p), 8 * US);
+	fire(B, 8 * US);
+	assert_int_equal(pump(B, A, 8 * US, NULL, &last, lastbuf), 1);
+	assert_int_equal(last.type, FC_PKT_EACK);
+	assert_int_equal(last.rdbpsn, 300);
+	assert_int_equal(last.data_rx[0], 0xE);
+	assert_int_equal(last.data_rx[1], 0);
+	assert_int_equal(last.data_ack[0], 0);
+
+	/* A retransmits PSN 300 at once (early), long before its 1 ms timer */
+	assert_int_equal(C(A)->retx_early, 1);
+	assert_int_equal(A->cc_retx, 1);
+	assert_int_equal(pump(A, B, 9 * US, NULL, &last, lastbuf), 1);
+	assert_int_equal(last.type, FC_PKT_PUSH_DATA);
+	assert_int_equal(last.psn, 300);
+	assert_int_equal(C(A)->retx_timeout, 0);
+
+	/* the ULP now takes all four in RSN order and acknowledges them */
+	assert_int_equal(B->ngot, 4);
+	for (uint32_t psn = 300; psn < 304; psn++)
+		assert_int_equal(fc_pdl_ulp_ack(B->p, psn, 10 * US), 0);
+	pump(B, A, 10 * US, NULL, NULL, NULL);
+	assert_int_equal(A->ndone, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(A->done[i].st, FC_TX_ACKED);
+	assert_int_equal(fc_pdl_outstanding(A->p, FC_WIN_DATA), 0);
+	assert_int_equal(fc_pdl_rx_state(B->p)->data.base, 304);
+	teardown_pair();
+}
+
+static int drop_first_ack(const struct fc_falcon_pkt *f, int nth)
+{
+	(void)f;
+	return nth == 0;
+}
+
+/* A lost ACK is recovered by the next one: every ACK carries the base PSNs. */
+static void test_lost_ack_recovered_by_next_ack(void **state)
+{
+	(void)state;
+	setup_pair(NULL);
+	submit(A, FC_PKT_PUSH_DATA, 1, 0);
+	pump(A, B, 0, NULL, NULL, NULL);
+	fire(B, 8 * US);
+	assert_int_equal(pump(B, A, 8 * US, drop_first_ack, NULL, NULL), 0); /* ACK lost */
+	assert_int_equal(A->ndone, 0);
+	submit(A, FC_PKT_PUSH_DATA, 2, 1);
+	pump(A, B, 20 * US, NULL, NULL, NULL);
+	fire(B, 28 * US);
+	assert_int_equal(pump(B, A, 28 * US, NULL, NULL, NULL), 1);
+	assert_int_equal(A->ndone, 2); /* both released by the second ACK */
+	assert_int_equal(C(A)->retx_timeout + C(A)->retx_early, 0);
+	teardown_pair();
+}
+
+static int drop_all(const struct fc_falcon_pkt *f, int nth)
+{
+	(void)f;
+	(void)nth;
+	return 1;
+}
+
+/* The only ACK is lost and nothing follows: the retransmit timer resends the packet, the
+ * receiver sees a duplicate and answers with an ACK at once (section 11). */
+static void test_lost_ack_recovered_by_timeout(void **state)
+{
+	(void)state;
+	setup_pair(NULL);
+	submit(A, FC_PKT_PUSH_DATA, 1, 0);
+	pump(A, B, 0, NULL, NULL, NULL);
+	fire(B, 8 * US);
+	pump(B, A, 8 * US, drop_all, NULL, NULL);
+	assert_int_equal(fc_pdl_next_deadline(A->p), cfg.rto_ns);
+	fire(A, cfg.rto_ns);
+	assert_int_equal(C(A)->retx_timeout, 1);
+	assert_int_equal(pump(A, B, cfg.rto_ns, NULL, NULL, NULL), 1);
+	assert_int_equal(C(B)->rx_old, 1);   /* already acknowledged and below the base */
+	assert_int_equal(B->ngot, 1);        /* delivered exactly once */
+	assert_int_equal(pump(B, A, cfg.rto_ns, NULL, NULL, NULL), 1); /* immediate ACK */
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(A->done[0].st, FC_TX_ACKED);
+	teardown_pair();
+}
+
+static void retx3(struct fc_pdl_cfg *c) { c->max_retx = 3; }
+
+/* Section 11: the packet times out max_retx times, is replaced by a Resync with the same
+ * PSN; the Resync times out max_retx times too: the connection is fatal, resources are
+ * reclaimed and reported once. */
+static void test_max_retx_resync_fatal(void **state)
+{
+	uint64_t t = 0;
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+
+	(void)state;
+	setup_pair(retx3);
+	submit(A, FC_PKT_PUSH_DATA, 7, 0);
+	pump(A, B, t, drop_all, NULL, NULL);
+	for (int i = 0; i < 3; i++) {
+		t = fc_pdl_next_deadline(A->p);
+		fire(A, t);
+		assert_int_equal(pump(A, B, t, drop_all, &last, lastbuf), 0);
+		assert_int_equal(last.type, FC_PKT_PUSH_DATA);
+		assert_int_equal(last.psn, 300);
+	}
+	assert_int_equal(C(A)->retx_timeout, 3);
+	t = fc_pdl_next_deadline(A->p);
+	fire(A, t); /* 4th expiry: Resync, same PSN and RSN, retry counter reset */
+	pump(A, B, t, drop_all, &last, lastbuf);
+	assert_int_equal(last.type, FC_PKT_RESYNC);
+	assert_int_equal(last.psn, 300);
+	assert_int_equal(last.rsn, 7);
+	assert_int_equal(last.resync_code, FC_RESYNC_RETX_EXHAUSTED);
+	assert_int_equal(last.resync_pkt_type, FC_PKT_PUSH_DATA);
+	assert_int_equal(A->fatal, 0);
+	for (int i = 0; i < 3; i++) {
+		t = fc_pdl_next_deadline(A->p);
+		fire(A, t);
+		pump(A, B, t, drop_all, &last, lastbuf);
+		assert_int_equal(last.type, FC_PKT_RESYNC);
+	}
+	assert_int_equal(C(A)->resyncs_tx, 4);
+	assert_int_equal(A->fatal, 0);
+	t = fc_pdl_next_deadline(A->p);
+	fire(A, t);
+	assert_int_equal(A->fatal, 1);
+	assert_true(fc_pdl_is_dead(A->p));
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(A->done[0].st, FC_TX_CONN_DEAD);
+	assert_int_equal(fc_pdl_next_deadline(A->p), UINT64_MAX);
+	assert_int_equal(fc_pdl_submit(A->p, &(struct fc_pdl_tx_req){ .type = FC_PKT_PUSH_DATA }),
+			 -EPIPE);
+	assert_int_equal(B->ngot, 0);
+	teardown_pair();
+}
+
+/* The Resync after exhausted retries gets through: the receiver advances its window over
+ * the lost PSN, tells its ULP, and the original is released as RETX_EXHAUSTED. */
+static void test_exhausted_then_resync_acked(void **state)
+{
+	uint64_t t = 0;
+
+	(void)state;
+	setup_pair(retx3);
+	submit(A, FC_PKT_PUSH_DATA, 7, 0);
+	pump(A, B, t, drop_all, NULL, NULL);
+	for (int i = 0; i < 4; i++) {
+		t = fc_pdl_next_deadline(A->p);
+		fire(A, t);
+		if (i < 3)
+			pump(A, B, t, drop_all, NULL, NULL);
+	}
+	assert_int_equal(pump(A, B, t, NULL, NULL, NULL), 1); /* the Resync arrives */
+	assert_int_equal(B->ngot, 1);
+	assert_int_equal(B->got[0].type, FC_PKT_RESYNC);
+	assert_int_equal(B->got[0].resync_code, FC_RESYNC_RETX_EXHAUSTED);
+	assert_int_equal(fc_pdl_rx_state(B->p)->data.base, 301);
+	assert_int_equal(pump(B, A, t, NULL, NULL, NULL), 1);
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(A->done[0].st, FC_TX_RETX_EXHAUSTED);
+	assert_int_equal(A->fatal, 0);
+	/* the connection goes on */
+	submit(A, FC_PKT_PUSH_DATA, 8, 1);
+	assert_int_equal(pump(A, B, t + 1, NULL, NULL, NULL), 1);
+	assert_int_equal(B->got[1].psn, 301);
+	teardown_pair();
+}
+
+/* 6.6.3: push RNR. The NACK sets the packet's timer to max(RTO, RNR timeout) without
+ * counting a retry; the retransmission is accepted by the receiver again. */
+static void test_push_rnr(void **state)
+{
+	uint64_t t;
+
+	(void)state;
+	setup_pair(NULL);
+	B->auto_ack = 0;
+	submit(A, FC_PKT_PUSH_DATA, 1, 0);
+	pump(A, B, 0, NULL, NULL, NULL);
+	assert_int_equal(B->ngot, 1);
+	/* RNR timeout code 0x19 = 61.44 ms (spec 7.8 table) */
+	assert_int_equal(fc_pdl_ulp_nack(B->p, FC_WIN_DATA, 300, FC_NACK_RNR, 0x19, 0x42, 0), 0);
+	assert_int_equal(pump(B, A, 1 * US, NULL, NULL, NULL), 1);
+	assert_int_equal(A->nacks, 1);
+	assert_int_equal(A->last_nack_code, FC_NACK_RNR);
+	assert_int_equal(A->last_rnr_ns, 61440000ull);
+	t = fc_pdl_next_deadline(A->p);
+	assert_int_equal(t, 1 * US + 61440000ull);
+	fire(A, t);
+	assert_int_equal(C(A)->retx_timeout, 0); /* an RNR wait is not a retry */
+	assert_int_equal(pump(A, B, t, NULL, NULL, NULL), 1);
+	assert_int_equal(B->ngot, 2); /* delivered again: the NACK un-received it */
+	assert_int_equal(B->got[1].psn, 300);
+	assert_int_equal(fc_pdl_ulp_ack(B->p, 300, t), 0);
+	pump(B, A, t, NULL, NULL, NULL); /* AR was set on the retransmission: ACK at once */
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(A->done[0].st, FC_TX_ACKED);
+	teardown_pair();
+}
+
+/* 9.2.4 for the ULP error codes: the packet is replaced by a Resync with the matching
+ * resync code; the ACK of the Resync releases the original as NACKED with the code. */
+static void run_ulp_error(uint8_t nack_code, uint8_t want_resync)
+{
+	setup_pair(NULL);
+	B->auto_ack = 0;
+	submit(A, FC_PKT_PUSH_DATA, 5, 0);
+	pump(A, B, 0, NULL, NULL, NULL);
+	assert_int_equal(fc_pdl_ulp_nack(B->p, FC_WIN_DATA, 300, nack_code, 0, 0, 0), 0);
+	pump(B, A, 1 * US, NULL, NULL, NULL);
+	assert_int_equal(A->nacks, 1);
+	assert_int_equal(A->ndone, 0); /* released only when the Resync is acknowledged */
+	assert_int_equal(pump(A, B, 2 * US, NULL, NULL, NULL), 1);
+	assert_int_equal(B->ngot, 2);
+	assert_int_equal(B->got[1].type, FC_PKT_RESYNC);
+	assert_int_equal(B->got[1].resync_code, want_resync);
+	assert_int_equal(B->got[1].rsn, 5);
+	assert_int_equal(fc_pdl_rx_state(B->p)->data.base, 301);
+	pump(B, A, 3 * US, NULL, NULL, NULL);
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(A->done[0].st, FC_TX_NACKED);
+	assert_int_equal(A->done[0].code, nack_code);
+	teardown_pair();
+}
+
+static void test_nack_cie(void **state) { (void)state; run_ulp_error(FC_NACK_CIE, FC_RESYNC_TARGET_CIE); }
+static void test_nack_nre(void **state) { (void)state; run_ulp_error(FC_NACK_NRE, FC_RESYNC_TARGET_NRE); }
+static void test_nack_cid(void **state)
+{
+	(void)state;
+	run_ulp_error(FC_NACK_INVALID_CID, FC_RESYNC_TARGET_INVALID_CID);
+}
+static void test_nack_xlr(void **state) { (void)state; run_ulp_error(FC_NACK_XLR, FC_RESYNC_REMOTE_XLR); }
+
+/* Resource NACK: the RUE hears of it and the packet is retransmitted. A Pull Request
+ * (request window) is refused this way. */
+static void test_nack_resource_request_window(void **state)
+{
+	(void)state;
+	setup_pair(NULL);
+	submit(A, FC_PKT_PULL_REQ, 1, 0);
+	B->refuse.code = FC_NACK_RESOURCE;
+	pump(A, B, 0, NULL, NULL, NULL);
+	assert_int_equal(B->ngot, 1);
+	assert_int_equal(B->got[0].window, FC_WIN_REQ);
+	assert_int_equal(B->got[0].psn, 100);
+	assert_int_equal(fc_pdl_rx_state(B->p)->req.base, 100); /* not acknowledged */
+	pump(B, A, 1 * US, NULL, NULL, NULL);
+	assert_int_equal(A->cc_nack, 1);
+	assert_int_equal(C(A)->retx_nack, 1);
+	assert_int_equal(pump(A, B, 2 * US, NULL, NULL, NULL), 1);
+	assert_int_equal(B->ngot, 2);
+	pump(B, A, 3 * US, NULL, NULL, NULL); /* AR on the retransmission */
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(A->done[0].st, FC_TX_ACKED);
+	teardown_pair();
+}
+
+/* 9.2.3: an ACK whose base is older than ours is stale and discarded; one that
+ * acknowledges PSNs never sent is discarded and counted too. */
+static void test_stale_and_bogus_acks(void **state)
+{
+	uint8_t buf[128];
+	struct fc_falcon_pkt f = { .type = FC_PKT_BACK, .cid = 1, .rrbpsn = 100, .rdbpsn = 300 };
+	int n;
+
+	(void)state;
+	setup_pair(NULL);
+	submit(A, FC_PKT_PUSH_DATA, 1, 0);
+	submit(A, FC_PKT_PUSH_DATA, 2, 1);
+	pump(A, B, 0, drop_all, NULL, NULL);
+	f.rdbpsn = 301;
+	n = fc_falcon_encode(&f, buf, sizeof(buf));
+	assert_int_equal(fc_pdl_rx(A->p, buf, (size_t)n, 0, 1 * US), 0);
+	assert_int_equal(A->ndone, 1);
+	f.rdbpsn = 300; /* older than the new base */
+	n = fc_falcon_encode(&f, buf, sizeof(buf));
+	assert_int_equal(fc_pdl_rx(A->p, buf, (size_t)n, 0, 2 * US), 0);
+	assert_int_equal(C(A)->acks_stale, 1);
+	f.rdbpsn = 305; /* beyond anything sent */
+	n = fc_falcon_encode(&f, buf, sizeof(buf));
+	assert_int_equal(fc_pdl_rx(A->p, buf, (size_t)n, 0, 3 * US), 0);
+	assert_int_equal(C(A)->acks_bogus, 1);
+	assert_int_equal(A->ndone, 1);
+	f.cid = 9; /* not ours */
+	n = fc_falcon_encode(&f, buf, sizeof(buf));
+	assert_int_equal(fc_pdl_rx(A->p, buf, (size_t)n, 0, 3 * US), 0);
+	assert_int_equal(C(A)->rx_bad_cid, 1);
+	assert_true(fc_pdl_rx(A->p, buf, 7, 0, 3 * US) < 0);
+	assert_int_equal(C(A)->rx_decode_err, 1);
+	teardown_pair();
+}
+
+static void wide_window(struct fc_pdl_cfg *c)
+{
+	c->tx_window[FC_WIN_DATA] = 256;
+	c->fcwnd_fp = 256 * FC_CWND_ONE;
+	c->ncwnd = 256;
+}
+
+/* A transmitter window larger than the receiver's: PSNs beyond base + 128 are dropped
+ * out of window, OWN goes out in an EACK, and the EACK-OWN heuristic retransmits them. */
+static void test_eack_own(void **state)
+{
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+
+	(void)state;
+	setup_pair(wide_window);
+	B->auto_ack = 0;
+	for (int i = 0; i < 130; i++)
+		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i % 64);
+	pump(A, B, 0, NULL, NULL, NULL);
+	assert_int_equal(B->ngot, 128);
+	assert_int_equal(C(B)->rx_oow, 2);
+	fire(B, 8 * US);
+	pump(B, A, 8 * US, NULL, &last, lastbuf);
+	assert_int_equal(last.type, FC_PKT_EACK);
+	assert_int_equal(last.own, FC_OWN_DATA);
+	assert_int_equal(C(A)->retx_own, 2); /* 428 and 429, not the received ones */
+	for (uint32_t psn = 300; psn < 428; psn++)
+		assert_int_equal(fc_pdl_ulp_ack(B->p, psn, 9 * US), 0);
+	/* B's base moved: the retransmissions now fit */
+	assert_int_equal(pump(A, B, 9 * US, NULL, NULL, NULL), 2);
+	assert_int_equal(B->ngot, 130);
+	/* OWN was cleared when the EACK carried it */
+	assert_int_equal(fc_pdl_rx_state(B->p)->data.own, 0);
+	teardown_pair();
+}
+
+static void fcwnd1_ncwnd2(struct fc_pdl_cfg *c)
+{
+	c->fcwnd_fp = 4 * FC_CWND_ONE;
+	c->ncwnd = 2;
+}
+
+/* Tx gating (9.1.2): Push Data needs PSN < DBPSN + fcwnd and DORC < ncwnd; Pull Data
+ * only the first. */
+static void test_gating(void **state)
+{
+	(void)state;
+	setup_pair(fcwnd1_ncwnd2);
+	for (int i = 0; i < 6; i++)
+		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i);
+	assert_int_equal(pump(A, B, 0, drop_all, NULL, NULL), 0);
+	assert_int_equal(C(A)->tx_new, 2); /* ncwnd = 2 outstanding requests */
+	teardown_pair();
+
+	setup_pair(fcwnd1_ncwnd2);
+	for (int i = 0; i < 6; i++)
+		submit(A, FC_PKT_PULL_DATA, (uint32_t)i + 1, i);
+	pump(A, B, 0, drop_all, NULL, NULL);
+	assert_int_equal(C(A)->tx_new, 4); /* fcwnd = 4 */
+	teardown_pair();
+}
+
+static void half_window(struct fc_pdl_cfg *c)
+{
+	c->fcwnd_fp = FC_CWND_ONE / 2;
+	c->ipg_ns = 10 * US;
+}
+
+/* fcwnd < 1: one packet outstanding and an inter-packet gap between transmissions. */
+static void test_pacing(void **state)
+{
+	(void)state;
+	setup_pair(half_window);
+	for (int i = 0; i < 3; i++)
+		submit(A, FC_PKT_PULL_DATA, (uint32_t)i + 1, i);
+	assert_int_equal(pump(A, B, 0, NULL, NULL, NULL), 1);
+	assert_int_equal(pump(A, B, 1 * US, NULL, NULL, NULL), 0); /* one outstanding */
+	pump(B, A, 2 * US, NULL, NULL, NULL); /* fcwnd <= 2: AR on every packet */
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(pump(A, B, 5 * US, NULL, NULL, NULL), 0); /* gap not over */
+	assert_int_equal(fc_pdl_next_deadline(A->p), 10 * US);
+	assert_int_equal(pump(A, B, 10 * US, NULL, NULL, NULL), 1);
+	teardown_pair();
+}
+
+static void fcwnd2(struct fc_pdl_cfg *c) { c->fcwnd_fp = 2 * FC_CWND_ONE; }
+
+/* AR policy (9.1.3.1): every packet while fcwnd <= threshold, else ar_percent of them. */
+static void test_ar_policy(void **state)
+{
+	uint8_t buf[4096];
+	int ar = 0, len;
+
+	(void)state;
+	setup_pair(NULL); /* fcwnd 32 > 2: 10 % */
+	for (int i = 0; i < 30; i++)
+		submit(A, FC_PKT_PULL_DATA, (uint32_t)i + 1, i);
+	while ((len = fc_pdl_poll_tx(A->p, 0, buf, sizeof(buf))) > 0) {
+		struct fc_falcon_pkt f;
+		assert_true(fc_falcon_decode(buf, (size_t)len, &f) >= 0);
+		ar += f.ar;
+	}
+	assert_int_equal(ar, 3);
+	teardown_pair();
+
+	setup_pair(fcwnd2); /* fcwnd 2 <= threshold 2: every packet */
+	for (int i = 0; i < 30; i++)
+		submit(A, FC_PKT_PULL_DATA, (uint32_t)i + 1, i);
+	ar = 0;
+	while ((len = fc_pdl_poll_tx(A->p, 0, buf, sizeof(buf))) > 0) {
+		struct fc_falcon_pkt f;
+		assert_true(fc_falcon_decode(buf, (size_t)len, &f) >= 0);
+		ar += f.ar;
+	}
+	assert_int_equal(C(A)->tx_new, 2);
+	assert_int_equal(ar, 2);
+	teardown_pair();
+}
+
+/* Ordered connections send in submission (RSN) order across both windows: a gated
+ * request-window head holds back later data-window packets (9.1.3). */
+static void one_req(struct fc_pdl_cfg *c) { c->ncwnd = 1; }
+static void test_ordered_across_windows(void **state)
+{
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+
+	(void)state;
+	setup_pair(one_req);
+	submit(A, FC_PKT_PULL_REQ, 1, 0);
+	submit(A, FC_PKT_PULL_REQ, 2, 1);  /* gated: RORC = ncwnd = 1 */
+	submit(A, FC_PKT_PUSH_DATA, 3, 2); /* must not pass RSN 2 */
+	assert_int_equal(pump(A, B, 0, drop_all, &last, lastbuf), 0);
+	assert_int_equal(C(A)->tx_new, 1);
+	teardown_pair();
+}
+
+/* Piggybacked ACKs: data flowing back carries the base PSNs and releases packets; with
+ * nothing left to acknowledge, the coalescing timer stops (9.1.6). */
+static void test_piggyback(void **state)
+{
+	(void)state;
+	setup_pair(NULL);
+	submit(A, FC_PKT_PULL_REQ, 1, 0);
+	pump(A, B, 0, NULL, NULL, NULL);
+	assert_int_equal(B->ngot, 1);
+	submit(B, FC_PKT_PULL_DATA, 1, 1); /* the response carries rrbpsn = 101 */
+	assert_int_equal(pump(B, A, 1 * US, NULL, NULL, NULL), 1);
+	assert_int_equal(C(B)->backs_tx + C(B)->eacks_tx, 0);
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(C(A)->piggyback_acks, 1);
+	teardown_pair();
+}
+
+/* Clean link: many packets, no loss: no retransmission, ACK count within what
+ * coalescing allows (one per ack_coalesce_count packets, one per AR, plus timer flushes). */
+static void test_clean_link_acks(void **state)
+{
+	int sent = 0;
+	uint64_t t = 0;
+
+	(void)state;
+	setup_pair(NULL);
+	for (int round = 0; round < 50; round++) {
+		for (int i = 0; i < 20; i++, sent++)
+			submit(A, FC_PKT_PUSH_DATA, (uint32_t)sent + 1, sent % 64);
+		t += 2 * US;
+		pump(A, B, t, NULL, NULL, NULL);
+		pump(B, A, t, NULL, NULL, NULL);
+		t += 10 * US;
+		fire(B, t);
+		pump(B, A, t, NULL, NULL, NULL);
+	}
+	assert_int_equal(A->ndone, sent);
+	assert_int_equal(C(A)->retx_timeout + C(A)->retx_early + C(A)->retx_own, 0);
+	uint64_t acks = C(B)->backs_tx + C(B)->eacks_tx;
+	/* per round of 20: at most 2 by count, 2 by AR (10 %), 1 timer flush */
+	assert_true(acks <= 50 * 5);
+	assert_true(acks >= 50);
+	teardown_pair();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spec_666_early_retransmit),
+		cmocka_unit_test(test_lost_ack_recovered_by_next_ack),
+		cmocka_unit_test(test_lost_ack_recovered_by_timeout),
+		cmocka_unit_test(test_max_retx_resync_fatal),
+		cmocka_unit_test(test_exhausted_then_resync_acked),
+		cmocka_unit_test(test_push_rnr),
+		cmocka_unit_test(test_nack_cie),
+		cmocka_unit_test(test_nack_nre),
+		cmocka_unit_test(test_nack_cid),
+		cmocka_unit_test(test_nack_xlr),
+		cmocka_unit_test(test_nack_resource_request_window),
+		cmocka_unit_test(test_stale_and_bogus_acks),
+		cmocka_unit_test(test_eack_own),
+		cmocka_unit_test(test_gating),
+		cmocka_unit_test(test_pacing),
+		cmocka_unit_test(test_ar_policy),
+		cmocka_unit_test(test_ordered_across_windows),
+		cmocka_unit_test(test_piggyback),
+		cmocka_unit_test(test_clean_link_acks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
