@@ -3,7 +3,7 @@
  * falcon/wire.h - every on-wire format falcon speaks, shared by BPF and userspace.
  *
  * Layouts (docs/wire.md has the drawings and the reasoning):
- *   outer:  Ethernet [+ 802.1Q] | IPv4 or IPv6 | UDP (dst port = Falcon/PSP port)
+ *   outer:  Ethernet [+ up to 2 tags: 802.1ad or 802.1Q outer, 802.1Q inner] | IPv4 or IPv6 | UDP (dst port = Falcon/PSP port)
  *           | PSP header (next header 252) | Falcon header | ULP | PSP ICV trailer
  *   Falcon: spec section 7 (base header, Pull Request, Pull Data, Push Data, Resync,
  *           BACK, EACK, NACK)
@@ -100,6 +100,10 @@ struct fc_ipv6_hdr {
 } FC_PACKED; /* 40 bytes */
 
 #define FC_IPV6_FLOW_LABEL_MASK 0x000FFFFFu
+#define FC_IPV6_FLOW_LABEL_MAX 0xFFFFFu
+#define FC_IPV4_DF 0x4000u       /* frag_off: don't fragment */
+#define FC_IPV4_MF 0x2000u       /* frag_off: more fragments */
+#define FC_IPV4_OFF_MASK 0x1FFFu /* frag_off: fragment offset */
 
 struct fc_udp_hdr {
 	__be16 source;
@@ -119,7 +123,8 @@ struct fc_udp_hdr {
 struct fc_psp_hdr {
 	__u8 next_hdr;     /* 252 (FC_PSP_NEXT_HDR_FALCON) */
 	__u8 hdr_ext_len;  /* header length beyond the first 8 bytes, in 8-byte units */
-	__u8 crypt_off;    /* [7:6] reserved, [5:0] crypt offset in 4-byte units */
+	__u8 crypt_off;    /* [7:6] reserved, [5:0] crypt offset in 4-byte units, counted
+			      from the end of the PSP header (after the VC, if any) */
 	__u8 s_d_ver_v_1;  /* [7] S, [6] D, [5:2] version, [1] V, [0] always 1 */
 	__be32 spi;        /* [31] key phase, [30:0] key id */
 	__be64 iv;         /* transmit time, ns, strictly increasing per SA (docs/wire.md) */
@@ -155,6 +160,25 @@ enum fc_psp_version {
 	FC_PSP_VER_CHACHA20_POLY1305 = 0xC,
 	FC_PSP_VER_NULL = 0xF,
 };
+
+/* Is v one of the PSP versions falcon speaks? */
+static inline int fc_psp_version_valid(__u32 v)
+{
+	switch (v) {
+	case FC_PSP_VER_AES_GCM_128:
+	case FC_PSP_VER_AES_GCM_256:
+	case FC_PSP_VER_AES_GMAC_128:
+	case FC_PSP_VER_AES_GMAC_256:
+	case FC_PSP_VER_CHACHA20_POLY1305:
+	case FC_PSP_VER_NULL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* ICV trailer length of PSP version v: none for the NULL version. */
+static inline __u32 fc_psp_icv_len(__u32 v) { return v == FC_PSP_VER_NULL ? 0 : FC_PSP_ICV_LEN; }
 
 /* Wire timestamps (t1, t2 of spec 7.7.1) count 131.072 ns = 2^17 ps units: ts = ps >> 17,
  * i.e. ns * 1000 / 131072 = ns * 125 / 16384. They wrap at 2^32 units (~9.4 min). t1 is
