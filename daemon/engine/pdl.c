@@ -544,8 +544,15 @@ int fc_pdl_poll_tx(struct fc_pdl *p, uint64_t now, void *buf, size_t cap)
 		return 0;
 	if (p->nack_len)
 		return build_nack(p, buf, cap);
-	if (ack_due(p, now))
+	if (ack_due(p, now)) {
+		if (p->rx->ar_pending)
+			p->cnt.acks_by_request++;
+		else if (p->rx->ack_pending >= p->cfg.ack_coalesce_count)
+			p->cnt.acks_by_count++;
+		else
+			p->cnt.acks_by_timer++;
 		return build_ack(p, buf, cap);
+	}
 	n = send_from(p, 1, now, buf, cap);
 	if (n == -EAGAIN)
 		return 0; /* ordered: a gated retransmission blocks new packets too */
@@ -769,10 +776,20 @@ static void retx_event(struct fc_pdl *p, const struct fc_txpkt *k, int reason)
 	cc_event(p, &ev);
 }
 
+/* Recency check of 9.1.4: may k be retransmitted on the word of an ACK whose t1 is
+ * eack_t1? Not within an RTT of its last transmission, and not when the receiver had
+ * seen nothing sent since then (t1 = transmit time of the latest packet it received):
+ * its bitmap cannot show the last transmission yet. */
+static int recent(const struct fc_pdl *p, const struct fc_txpkt *k, uint32_t eack_t1, uint64_t now)
+{
+	return k->last_tx_ns + p->srtt_ns >= now ||
+	       (int32_t)(fc_ns_to_ts(k->last_tx_ns) - eack_t1) > 0;
+}
+
 /* Early retransmission on an EACK (9.1.4): OOO-distance over a bitmap (bit i = base+i)
  * with the recency check; returns whether the bitmap showed a loss. */
 static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const __u64 bm[2],
-		      uint32_t bits, uint64_t now)
+		      uint32_t bits, uint32_t eack_t1, uint64_t now)
 {
 	int high = -1, loss = 0;
 
@@ -790,11 +807,13 @@ static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const
 		if (psn - w->bpsn >= w->next_new - w->bpsn)
 			continue;
 		k = txpkt(w, psn);
-		if (k->state != TXS_INFLIGHT || k->retx_pending)
+		/* an RNR-NACKed packet is a hole on purpose: it waits out its RNR timer (the
+		 * ULP's own recovery, 9.1.4) */
+		if (k->state != TXS_INFLIGHT || k->retx_pending || k->rnr)
 			continue;
 		loss = 1;
-		if (k->last_tx_ns + p->srtt_ns >= now)
-			continue; /* recency: give the last transmission an RTT */
+		if (recent(p, k, eack_t1, now))
+			continue;
 		flag_retx(p, w, k);
 		p->cnt.retx_early++;
 		retx_event(p, k, FC_RETX_EARLY);
@@ -805,7 +824,7 @@ static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const
 /* EACK-OWN heuristic (9.1.4): retransmit what the bitmap does not show as received,
  * within and beyond it, at most once per RTT. */
 static void own_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const __u64 bm[2],
-		     uint32_t bits, uint64_t now)
+		     uint32_t bits, uint32_t eack_t1, uint64_t now)
 {
 	for (uint32_t psn = w->bpsn; psn != w->next_new; psn++) {
 		uint32_t i = psn - base;
@@ -813,7 +832,8 @@ static void own_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const 
 
 		if (i < bits && ((bm[i / 64] >> (i % 64)) & 1))
 			continue;
-		if (k->state != TXS_INFLIGHT || k->retx_pending || k->last_tx_ns + p->srtt_ns >= now)
+		if (k->state != TXS_INFLIGHT || k->retx_pending || k->rnr ||
+		    recent(p, k, eack_t1, now))
 			continue;
 		flag_retx(p, w, k);
 		p->cnt.retx_own++;
@@ -880,12 +900,12 @@ static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_
 				peer_acked(p, dw, f->rdbpsn + i);
 		tx_advance(rw);
 		tx_advance(dw);
-		drop |= early_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, now);
-		drop |= early_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, now);
+		drop |= early_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, f->t1_ts, now);
+		drop |= early_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, f->t1_ts, now);
 		if (f->own & FC_OWN_REQ)
-			own_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, now);
+			own_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, f->t1_ts, now);
 		if (f->own & FC_OWN_DATA)
-			own_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, now);
+			own_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, f->t1_ts, now);
 	}
 	ack_event(p, f, tx_ns, now, drop);
 }
@@ -1016,7 +1036,7 @@ uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 		return t;
 	if (p->rx->ar_pending || p->nack_len)
 		return 0;
-	if (p->rx->ack_pending && p->ack_deadline_ns < t)
+	if (p->ack_deadline_ns < t) /* set by a received packet or a ULP ack */
 		t = p->ack_deadline_ns;
 	for (int i = 0; i < 2; i++) {
 		const struct fc_txwin *w = &p->tx[i];
@@ -1069,9 +1089,7 @@ void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now)
 				timeout(p, w, k);
 		}
 	}
-	if (p->rx->ack_pending && p->ack_deadline_ns <= now)
-		fc_fetch_or64(&p->rx->ar_pending, 1);
-	flush_done(p);
+	flush_done(p); /* an expired ACK coalescing timer is seen by poll_tx (ack_due) */
 }
 
 void fc_pdl_cc_apply(struct fc_pdl *p, const struct fc_cc_result *r)

@@ -117,6 +117,9 @@ struct fc_pdl_counters {
 	uint64_t tx_pkts, tx_bytes, tx_new, rx_pkts, rx_bytes;
 	uint64_t retx_timeout, retx_early, retx_own, retx_nack;
 	uint64_t backs_tx, eacks_tx, nacks_tx, resyncs_tx;
+	/* why each ACK went out (9.1.6): an AR bit, a duplicate or a Resync asked for it; the
+	 * coalescing count was reached; the coalescing timer expired */
+	uint64_t acks_by_request, acks_by_count, acks_by_timer;
 	uint64_t backs_rx, eacks_rx, nacks_rx, resyncs_rx;
 	uint64_t acks_stale;      /* ACK/NACK with a base older than ours: discarded (9.2.3) */
 	uint64_t acks_bogus;      /* ACK/NACK acknowledging PSNs never sent: discarded */
