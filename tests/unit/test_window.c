@@ -69,45 +69,7 @@ static void test_serial_compare(void **state)
 	assert_true(fc_sn_lt(0x80000000u + 5, 5));
 }
 
-/*
- * Reference model: one window, PSNs relative to a starting point, plain arrays. Random
- * operations against both; every result must agree. Starting just below 2^32 so that
- * the window wraps during the run.
- */
-#define MODEL_SPAN 20000
-struct model {
-	uint32_t start, base, size;
-	uint8_t rx[MODEL_SPAN + 512], ack[MODEL_SPAN + 512];
-	int own;
-};
-
-static int model_mark(struct model *m, uint32_t psn, int ack_now)
-{
-	int32_t d = (int32_t)(psn - m->base);
-
-	if (d < 0)
-		return FC_WIN_OLD;
-	if ((uint32_t)d >= m->size) {
-		m->own = 1;
-		return FC_WIN_OOW;
-	}
-	uint32_t k = psn - m->start;
-	if (m->rx[k])
-		return FC_WIN_DUP;
-	m->rx[k] = 1;
-	m->ack[k] = (uint8_t)ack_now;
-	return FC_WIN_NEW;
-}
-
-static uint32_t model_advance(struct model *m)
-{
-	uint32_t n = 0;
-
-	while (n < m->size && m->ack[m->base + n - m->start])
-		n++;
-	m->base += n;
-	return n;
-}
+#include "window_model.h"
 
 static void run_model(uint32_t size, uint64_t seed)
 {
@@ -133,17 +95,10 @@ static void run_model(uint32_t size, uint64_t seed)
 			got = fc_win_mark_rx(w, psn, ack_now);
 			break;
 		}
-		case 4: case 5: {
-			int32_t d = (int32_t)(psn - m->base);
-			want = 1;
-			if (d >= 0 && (uint32_t)d < size && m->rx[psn - m->start] &&
-			    !m->ack[psn - m->start]) {
-				m->ack[psn - m->start] = 1;
-				want = 0;
-			}
+		case 4: case 5:
+			want = model_ack(m, psn);
 			got = fc_win_mark_ack(w, psn);
 			break;
-		}
 		case 6:
 			want = (int)model_advance(m);
 			got = (int)fc_win_advance(w);
