@@ -35,6 +35,7 @@ struct ep {
 	uint8_t last_nack_code;
 	uint64_t last_rnr_ns;
 	int cc_events, cc_retx, cc_ack, cc_nack;
+	struct fc_cc_event last_ev;
 };
 
 static int cb_deliver(void *ctx, const struct fc_pdl_rx_pkt *pkt, struct fc_pdl_nack *nack)
@@ -89,6 +90,8 @@ static void cb_cc(void *ctx, const struct fc_cc_event *ev)
 	struct ep *e = ctx;
 
 	e->cc_events++;
+	if (ev->type != FC_RUE_EV_RETX)
+		e->last_ev = *ev;
 	if (ev->type == FC_RUE_EV_RETX)
 		e->cc_retx++;
 	else if (ev->type == FC_RUE_EV_ACK)
@@ -229,6 +232,17 @@ static void test_spec_666_early_retransmit(void **state)
 	/* A retransmits PSN 300 at once (early), long before its 1 ms timer */
 	assert_int_equal(C(A)->retx_early, 1);
 	assert_int_equal(A->cc_retx, 1);
+	/* the RUE hears of the EACK (10.6.2.1): an EACK showing a loss, timestamps in
+	 * 131.072 ns units (t1 = 0 sent, t2 = 0 received, t3 = t4 = 8 us = 61 units) */
+	assert_int_equal(A->last_ev.type, FC_RUE_EV_ACK);
+	assert_int_equal(A->last_ev.eack, 1);
+	assert_int_equal(A->last_ev.eack_drop, 1);
+	assert_int_equal(A->last_ev.cid, 1);
+	assert_int_equal(A->last_ev.t1, 0);
+	assert_int_equal(A->last_ev.t3, 61);
+	assert_int_equal(A->last_ev.t4, 61);
+	assert_int_equal(A->last_ev.num_packets_acked, 0);
+	assert_int_equal(A->last_ev.fcwnd_fp, 32 * FC_CWND_ONE);
 	assert_int_equal(pump(A, B, 9 * US, NULL, &last, lastbuf), 1);
 	assert_int_equal(last.type, FC_PKT_PUSH_DATA);
 	assert_int_equal(last.psn, 300);
@@ -242,6 +256,8 @@ static void test_spec_666_early_retransmit(void **state)
 	assert_int_equal(A->ndone, 4);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(A->done[i].st, FC_TX_ACKED);
+	assert_int_equal(A->last_ev.num_packets_acked, 4);
+	assert_int_equal(A->last_ev.eack, 0);
 	assert_int_equal(fc_pdl_outstanding(A->p, FC_WIN_DATA), 0);
 	assert_int_equal(fc_pdl_rx_state(B->p)->data.base, 304);
 	teardown_pair();
