@@ -5,6 +5,7 @@
 #   make SAN=1 test   the same with AddressSanitizer + UBSan (separate build dir)
 #   make memcheck     unit tests under valgrind
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   make soak         the simulator property tests over SOAK_SEEDS (20000) seeds
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
 
@@ -97,6 +98,16 @@ $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
 	$(CC) $(ALL_CFLAGS) -Itests -I$(BUILD)/bpf $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS) \
 		-lbpf -lelf -lz $(TEST_LIBS)
 
+# deterministic simulator (tests/sim/sim.mk) and the simulation tests built on it
+SIM_BINS :=
+include tests/sim/sim.mk
+SIM_BINS += $(BUILD)/tests/sim/test_pdl_sim
+
+$(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/sim $< $(SIM_OBJS) -o $@ $(ENGINE_LIB) \
+		$(ALL_LDFLAGS) $(SIM_LIBS)
+
 # libFuzzer targets: always clang with ASan + UBSan, engine sources compiled in.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/%.c=%)
@@ -111,9 +122,9 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/engine/*.h include
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck clean
+.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak clean
 
-all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS)
+all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS)
 
 deps:
 	@missing=""; \
@@ -133,6 +144,7 @@ test: deps
 	@tests/run-tests.sh \
 		--suite unit $(UNIT_BINS) \
 		--suite bpf $(BPFTEST_BINS) \
+		--suite sim $(SIM_BINS) \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -146,6 +158,11 @@ memcheck: all
 	@tests/run-tests.sh --suite memcheck \
 		--wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
 		$(UNIT_BINS)
+
+# Long simulator runs: SOAK_SEEDS seeds of the PDL property test, with a summary table.
+SOAK_SEEDS ?= 20000
+soak: $(BUILD)/tests/sim/test_pdl_sim
+	$(BUILD)/tests/sim/test_pdl_sim --seeds $(SOAK_SEEDS) --summary
 
 fuzz: $(FUZZ_BINS)
 	@tests/run-tests.sh --suite fuzz --fuzz $(FUZZ_SECONDS) $(FUZZ_BINS)
