@@ -80,6 +80,12 @@ struct fc_pdl {
 	uint32_t ar_acc;       /* AR percentage accumulator (9.1.3.1) */
 	uint64_t srtt_ns;      /* for the early-retransmission recency check (9.1.4) */
 	uint32_t acked_since_event;
+	uint64_t last_event_ns;
+	uint32_t path;
+	/* the RUE's state, carried in events and restored from results (10.6.2) */
+	uint32_t fabric_marker, nic_marker, base_delay_target, delay_state, rtt_state;
+	uint8_t ncwnd_dir, cc_opaque;
+	uint32_t cc_metadata;  /* RUE info we put in our ACKs */
 	uint8_t rr;            /* round robin between windows (unordered) */
 
 	/* receiver ACK generation (9.1.6) */
@@ -115,6 +121,10 @@ void fc_pdl_cfg_default(struct fc_pdl_cfg *c)
 	c->fcwnd_fp = 32 * FC_CWND_ONE;
 	c->ncwnd = 64;
 	c->ipg_ns = 0;
+	c->cc_event_ns = 2000;   /* 10.6.1 P1 */
+	c->cc_event_pkts = 16;   /* 10.6.1 P2 */
+	c->delay_select = FC_DELAY_FABRIC;
+	c->base_delay_target = 191; /* 25 us in 131.072 ns units */
 }
 
 static int is_request(uint8_t type)
@@ -176,6 +186,8 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 	p->ipg_ns = cfg->ipg_ns;
 	p->rto_ns = cfg->rto_ns;
 	p->ack_deadline_ns = UINT64_MAX;
+	p->base_delay_target = cfg->base_delay_target;
+	p->ncwnd_dir = FC_NCWND_INCREASE;
 	return p;
 }
 
@@ -189,6 +201,10 @@ void fc_pdl_free(struct fc_pdl *p)
 
 const struct fc_pdl_counters *fc_pdl_counters(const struct fc_pdl *p) { return &p->cnt; }
 int fc_pdl_is_dead(const struct fc_pdl *p) { return p->dead; }
+uint32_t fc_pdl_path(const struct fc_pdl *p) { return p->path; }
+uint32_t fc_pdl_fcwnd_fp(const struct fc_pdl *p) { return p->fcwnd_fp; }
+uint32_t fc_pdl_ncwnd(const struct fc_pdl *p) { return p->ncwnd; }
+uint64_t fc_pdl_rto_ns(const struct fc_pdl *p) { return p->rto_ns; }
 struct fc_rx_state *fc_pdl_rx_state(struct fc_pdl *p) { return p->rx; }
 
 uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win)
@@ -506,6 +522,7 @@ static int build_ack(struct fc_pdl *p, void *buf, size_t cap)
 		f.type = FC_PKT_BACK;
 		p->cnt.backs_tx++;
 	}
+	f.rue = p->cc_metadata & FC_ACK_RUE_MASK; /* RUE-to-RUE info, 22 bits (7.7.1) */
 	ack_sent(p);
 	return fc_falcon_encode(&f, buf, cap);
 }
@@ -517,6 +534,7 @@ static int build_nack(struct fc_pdl *p, void *buf, size_t cap)
 
 	ack_fill(p, &f);
 	f.type = FC_PKT_NACK;
+	f.rue = p->cc_metadata & FC_NACK_RUE_MASK; /* 24 bits (7.8) */
 	f.nack_psn = n->psn;
 	f.nack_code = n->code;
 	f.rnr_timeout = n->rnr_to;
@@ -756,24 +774,48 @@ static void flag_retx(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k)
 	}
 }
 
-static void cc_event(struct fc_pdl *p, struct fc_cc_event *ev)
+/* Offer an event to the RUE (10.6.2.1) with the connection's CC state; returns whether
+ * it was taken. ACK events carry the packets acknowledged since the last taken event. */
+static int cc_event(struct fc_pdl *p, struct fc_cc_event *ev, uint64_t now)
 {
-	p->cnt.cc_events++;
+	unsigned pred = 0;
+
 	if (!p->ops->cc_event)
-		return;
+		return 0;
 	ev->cid = p->cfg.local_cid;
 	ev->fcwnd_fp = p->fcwnd_fp;
 	ev->ncwnd = p->ncwnd;
 	ev->inter_packet_gap = fc_ns_to_ts(p->ipg_ns);
 	ev->retransmit_timeout = fc_ns_to_ts(p->rto_ns);
-	p->ops->cc_event(p->ctx, ev);
+	ev->delay_select = p->cfg.delay_select;
+	ev->fabric_window_time_marker = p->fabric_marker;
+	ev->nic_window_time_marker = p->nic_marker;
+	ev->ncwnd_direction = p->ncwnd_dir;
+	ev->base_delay_target = p->base_delay_target;
+	ev->delay_state = p->delay_state;
+	ev->rtt_state = p->rtt_state;
+	ev->cc_opaque = p->cc_opaque;
+	ev->num_packets_acked = (uint16_t)(p->acked_since_event > 1023 ? 1023 : p->acked_since_event);
+	if (now - p->last_event_ns >= p->cfg.cc_event_ns)
+		pred |= FC_CC_P1;
+	if (p->acked_since_event >= p->cfg.cc_event_pkts)
+		pred |= FC_CC_P2;
+	if (p->ops->cc_event(p->ctx, ev, pred)) {
+		p->cnt.cc_events_skipped++;
+		return 0;
+	}
+	p->cnt.cc_events++;
+	p->acked_since_event = 0;
+	p->last_event_ns = now;
+	return 1;
 }
 
-static void retx_event(struct fc_pdl *p, const struct fc_txpkt *k, int reason)
+static void retx_event(struct fc_pdl *p, const struct fc_txpkt *k, int reason, uint64_t now)
 {
-	struct fc_cc_event ev = { .type = FC_RUE_EV_RETX, .retx_count = k->retx_count,
+	struct fc_cc_event ev = { .type = FC_RUE_EV_RETX,
+				  .retx_count = k->retx_count > 7 ? 7 : k->retx_count,
 				  .retx_reason = (uint8_t)reason };
-	cc_event(p, &ev);
+	cc_event(p, &ev, now);
 }
 
 /* Recency check of 9.1.4: may k be retransmitted on the word of an ACK whose t1 is
@@ -816,7 +858,7 @@ static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const
 			continue;
 		flag_retx(p, w, k);
 		p->cnt.retx_early++;
-		retx_event(p, k, FC_RETX_EARLY);
+		retx_event(p, k, FC_RETX_EARLY, now);
 	}
 	return loss;
 }
@@ -837,7 +879,7 @@ static void own_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const 
 			continue;
 		flag_retx(p, w, k);
 		p->cnt.retx_own++;
-		retx_event(p, k, FC_RETX_EARLY);
+		retx_event(p, k, FC_RETX_EARLY, now);
 	}
 }
 
@@ -860,12 +902,10 @@ static void ack_event(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t 
 		.t3 = ts24(tx_ns), .t4 = ts24(now),
 		.nack_code = f->type == FC_PKT_NACK ? f->nack_code : 0,
 		.forward_hops = f->hops, .rx_buffer_level = f->rxbuf, .cc_metadata = f->rue,
-		.num_packets_acked = (uint16_t)(p->acked_since_event > 1023 ? 1023 : p->acked_since_event),
 		.eack = f->type == FC_PKT_EACK, .eack_drop = (uint8_t)eack_drop,
 		.ecn_accumulated = f->ecn,
 	};
-	p->acked_since_event = 0;
-	cc_event(p, &ev);
+	cc_event(p, &ev, now);
 }
 
 static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_ns, uint64_t now)
@@ -1054,7 +1094,7 @@ uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 	return t;
 }
 
-static void timeout(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k)
+static void timeout(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, uint64_t now)
 {
 	if (k->rnr) { /* the RNR wait is over: send again, not counted as a retry */
 		k->rnr = 0;
@@ -1074,7 +1114,7 @@ static void timeout(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k)
 	k->retx_count++;
 	flag_retx(p, w, k);
 	p->cnt.retx_timeout++;
-	retx_event(p, k, FC_RETX_RTO);
+	retx_event(p, k, FC_RETX_RTO, now);
 }
 
 void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now)
@@ -1086,7 +1126,7 @@ void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now)
 			struct fc_txpkt *k = txpkt(w, q);
 
 			if (k->state == TXS_INFLIGHT && k->deadline_ns <= now)
-				timeout(p, w, k);
+				timeout(p, w, k, now);
 		}
 	}
 	flush_done(p); /* an expired ACK coalescing timer is seen by poll_tx (ack_due) */
@@ -1101,4 +1141,18 @@ void fc_pdl_cc_apply(struct fc_pdl *p, const struct fc_cc_result *r)
 	p->ipg_ns = fc_ts_to_ns(r->inter_packet_gap);
 	if (r->retransmit_timeout)
 		p->rto_ns = fc_ts_to_ns(r->retransmit_timeout);
+	p->fabric_marker = r->fabric_window_time_marker & FC_TS24_MASK;
+	p->nic_marker = r->nic_window_time_marker & FC_TS24_MASK;
+	p->ncwnd_dir = r->ncwnd_direction;
+	p->base_delay_target = r->base_delay_target & FC_TS24_MASK;
+	p->delay_state = r->delay_state & FC_TS24_MASK;
+	p->rtt_state = r->rtt_state & FC_TS24_MASK;
+	p->cc_opaque = r->cc_opaque & 3;
+	p->cc_metadata = r->cc_metadata & FC_TS24_MASK;
+	if (r->randomize_path) { /* PLB (10.4) */
+		p->path++;
+		p->cnt.reroutes++;
+		if (p->ops->reroute)
+			p->ops->reroute(p->ctx, p->path);
+	}
 }

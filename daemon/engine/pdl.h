@@ -30,6 +30,9 @@ enum fc_win_id { FC_WIN_REQ = 0, FC_WIN_DATA = 1 };
 #define FC_TX_WIN_MAX 1024  /* capacity of a transmit window ring, packets */
 #define FC_PDL_NACK_QUEUE 64 /* NACKs waiting to be sent; more are dropped and counted */
 
+#define FC_CC_P1 0x1u /* 10.6.1 predicate 1: time since the last event */
+#define FC_CC_P2 0x2u /* 10.6.1 predicate 2: packets acknowledged since the last event */
+
 struct fc_pdl_cfg {
 	uint32_t local_cid;          /* CID peers put in packets to us */
 	uint32_t remote_cid;         /* CID we put in packets to the peer */
@@ -50,6 +53,10 @@ struct fc_pdl_cfg {
 	uint32_t ncwnd;              /* NIC window, packets */
 	uint64_t ipg_ns;             /* inter-packet gap when fcwnd < 1 */
 	uint32_t hops;               /* forward hop count to report in ACKs (CC info) */
+	uint64_t cc_event_ns;        /* 10.6.1 P1 threshold: time since the last event */
+	uint32_t cc_event_pkts;      /* 10.6.1 P2 threshold: packets acked since it */
+	uint8_t delay_select;        /* enum fc_delay_select, passed to the RUE */
+	uint32_t base_delay_target;  /* 131.072 ns units, passed to the RUE */
 };
 
 /* Defaults of the issue / Google's public Falcon simulator (documented in rue_if.h). */
@@ -109,8 +116,15 @@ struct fc_pdl_ops {
 		     uint64_t rnr_timeout_ns);
 	/* The connection hit a fatal error (a Resync exhausted its retransmissions). */
 	void (*fatal)(void *ctx, int reason);
-	/* A congestion-control event for the RUE (10.6.2.1). May be NULL. */
-	void (*cc_event)(void *ctx, const struct fc_cc_event *ev);
+	/* A congestion-control event for the RUE (10.6.2.1). pred has FC_CC_P1 (time since
+	 * the last event over the threshold) and FC_CC_P2 (packets acknowledged since the
+	 * last event over the threshold) for the admission policy of 10.6.1. Return 0 when
+	 * the event was queued, non-zero when it was not (policy or full queue): the PDL
+	 * then keeps counting acknowledged packets toward the next event. May be NULL. */
+	int (*cc_event)(void *ctx, const struct fc_cc_event *ev, unsigned pred);
+	/* PLB asked for another path (10.4): the I/O layer changes the UDP source port
+	 * (IPv4) or the flow label (IPv6) to fc_pdl_path(). May be NULL. */
+	void (*reroute)(void *ctx, uint32_t path);
 };
 
 struct fc_pdl_counters {
@@ -127,7 +141,7 @@ struct fc_pdl_counters {
 	uint64_t nack_queue_full;
 	uint64_t rx_refused_bad;  /* deliver refused with an invalid NACK: dropped */
 	uint64_t piggyback_acks;  /* base PSNs advanced by a data packet's piggybacked ACK */
-	uint64_t cc_events;
+	uint64_t cc_events, cc_events_skipped, reroutes;
 	uint64_t fatal;
 };
 
@@ -177,6 +191,12 @@ const struct fc_pdl_counters *fc_pdl_counters(const struct fc_pdl *p);
 /* Packets submitted and not yet released, per window. */
 uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win);
 int fc_pdl_is_dead(const struct fc_pdl *p);
+/* Path selector PLB moves (starts at 0). */
+uint32_t fc_pdl_path(const struct fc_pdl *p);
+/* Current fabric / NIC windows and RTO, for operators and benchmarks. */
+uint32_t fc_pdl_fcwnd_fp(const struct fc_pdl *p);
+uint32_t fc_pdl_ncwnd(const struct fc_pdl *p);
+uint64_t fc_pdl_rto_ns(const struct fc_pdl *p);
 struct fc_rx_state *fc_pdl_rx_state(struct fc_pdl *p);
 
 #endif

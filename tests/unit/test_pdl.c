@@ -85,10 +85,11 @@ static void cb_fatal(void *ctx, int reason)
 	e->fatal++;
 }
 
-static void cb_cc(void *ctx, const struct fc_cc_event *ev)
+static int cb_cc(void *ctx, const struct fc_cc_event *ev, unsigned pred)
 {
 	struct ep *e = ctx;
 
+	(void)pred;
 	e->cc_events++;
 	if (ev->type != FC_RUE_EV_RETX)
 		e->last_ev = *ev;
@@ -98,6 +99,7 @@ static void cb_cc(void *ctx, const struct fc_cc_event *ev)
 		e->cc_ack++;
 	else
 		e->cc_nack++;
+	return 0;
 }
 
 static const struct fc_pdl_ops ops = {
