@@ -908,23 +908,35 @@ static void ack_event(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t 
 	cc_event(p, &ev, now);
 }
 
-static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_ns, uint64_t now)
+/* The part of ACK and NACK processing they share (9.2.3, 9.2.4): discard a stale or bogus
+ * one, else take its base PSNs (releasing what they acknowledge) and its RTT sample.
+ * Returns 0 when the packet is to be processed further. */
+static int take_ack_bases(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t now)
 {
-	int r = check_bases(p, f->rrbpsn, f->rdbpsn), drop = 0;
+	int r = check_bases(p, f->rrbpsn, f->rdbpsn);
 
-	if (f->type == FC_PKT_EACK)
-		p->cnt.eacks_rx++;
-	else
-		p->cnt.backs_rx++;
 	if (r) {
 		if (r == 1)
 			p->cnt.acks_stale++;
 		else
 			p->cnt.acks_bogus++;
-		return;
+		return -1;
 	}
 	apply_bases(p, f->rrbpsn, f->rdbpsn);
 	rtt_sample(p, f->t1_ts, now);
+	return 0;
+}
+
+static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_ns, uint64_t now)
+{
+	int drop = 0;
+
+	if (f->type == FC_PKT_EACK)
+		p->cnt.eacks_rx++;
+	else
+		p->cnt.backs_rx++;
+	if (take_ack_bases(p, f, now))
+		return;
 	if (f->type == FC_PKT_EACK) {
 		__u64 req[2] = { f->req_bitmap, 0 }, dack[2] = { f->data_ack[0], f->data_ack[1] };
 		__u64 drx[2] = { f->data_rx[0], f->data_rx[1] };
@@ -986,21 +998,13 @@ static void to_resync(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, 
 
 static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_ns, uint64_t now)
 {
-	int r = check_bases(p, f->rrbpsn, f->rdbpsn);
 	struct fc_txwin *w = &p->tx[f->window == FC_NACK_W_REQ ? FC_WIN_REQ : FC_WIN_DATA];
 	struct fc_txpkt *k;
 	uint64_t rnr_ns;
 
 	p->cnt.nacks_rx++;
-	if (r) {
-		if (r == 1)
-			p->cnt.acks_stale++;
-		else
-			p->cnt.acks_bogus++;
+	if (take_ack_bases(p, f, now))
 		return;
-	}
-	apply_bases(p, f->rrbpsn, f->rdbpsn);
-	rtt_sample(p, f->t1_ts, now);
 	ack_event(p, f, tx_ns, now, 0);
 	if (f->nack_psn - w->bpsn >= w->next_new - w->bpsn)
 		return; /* not outstanding (acknowledged meanwhile, or never sent) */
