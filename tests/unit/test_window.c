@@ -19,26 +19,10 @@
 #include <cmocka.h>
 
 #include "falcon/window.h"
+#include "testutil.h"
 #include "window_vectors.h"
 
-static uint64_t test_seed(void)
-{
-	const char *s = getenv("FALCON_TEST_SEED");
-
-	return s ? strtoull(s, NULL, 0) : 0x5eed0f1a7c0ffeeull;
-}
-
-static int quick(void) { return getenv("FALCON_TEST_QUICK") != NULL; }
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
+static uint64_t test_seed(void) { return fc_test_seed(0x5eed0f1a7c0ffeeull); }
 
 static void test_vectors(void **state)
 {
@@ -76,7 +60,7 @@ static void run_model(uint32_t size, uint64_t seed)
 	struct fc_win *w = calloc(1, sizeof(*w));
 	struct model *m = calloc(1, sizeof(*m));
 	uint64_t rng = seed;
-	int steps = quick() ? 20000 : 200000;
+	int steps = fc_test_quick() ? 20000 : 200000;
 
 	assert_non_null(w);
 	assert_non_null(m);
@@ -84,7 +68,7 @@ static void run_model(uint32_t size, uint64_t seed)
 	m->size = size;
 	fc_win_init(w, size, m->base);
 	for (int i = 0; i < steps && m->base - m->start < MODEL_SPAN; i++) {
-		uint64_t r = xorshift(&rng);
+		uint64_t r = fc_test_rand(&rng);
 		uint32_t psn = m->base + (uint32_t)(r % (size + 40)) - 20;
 		int got, want;
 
@@ -173,7 +157,7 @@ static void *marker(void *arg)
 	uint64_t rng = st->seed ^ (uint64_t)(uintptr_t)&rng;
 
 	while (!st->done) {
-		uint64_t r = xorshift(&rng);
+		uint64_t r = fc_test_rand(&rng);
 		uint32_t base = fc_load_acq32(&st->w->base);
 		uint32_t psn = base + (uint32_t)(r % (FC_DATA_WIN + 24)) - 12;
 
@@ -199,8 +183,8 @@ static void test_stress_threads(void **state)
 
 	(void)state;
 	st.w = calloc(1, sizeof(*st.w));
-	st.total = quick() ? 400 : 300000;
-	st.yield_mask = quick() ? 0x3 : 0xff;
+	st.total = fc_test_quick() ? 400 : 300000;
+	st.yield_mask = fc_test_quick() ? 0x3 : 0xff;
 	st.start = 4294967295u - 5000; /* wraps during the run */
 	st.seed = test_seed();
 	st.accepted = calloc(st.total + 2 * FC_DATA_WIN, sizeof(*st.accepted));
@@ -218,7 +202,7 @@ static void test_stress_threads(void **state)
 			if (fc_win_flags(st.w, base + i) == FC_SLOT_RX)
 				fc_win_mark_ack(st.w, base + i); /* "the ULP acked it" */
 		fc_win_advance(st.w);
-		if (quick())
+		if (fc_test_quick())
 			sched_yield();
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (t1.tv_sec - t0.tv_sec > 120)
