@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rxbuf.c - receiver buffer occupancy EMA and its 32-level quantization (spec 10.2).
+ * Arithmetic and boundary conventions are documented in rxbuf.h.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rxbuf.h"
+
+void fc_rxbuf_cfg_default(struct fc_rxbuf_cfg *cfg, uint32_t pkt_pool_cap,
+			  uint32_t buf_pool_cap)
+{
+	const uint32_t cap[FC_RXBUF_POOLS] = { pkt_pool_cap, buf_pool_cap };
+	unsigned p, k;
+
+	for (p = 0; p < FC_RXBUF_POOLS; p++) {
+		cfg->alpha[p] = FC_RXBUF_ALPHA_DEFAULT;
+		for (k = 0; k < FC_RXBUF_THRESHOLDS; k++)
+			cfg->threshold[p][k] =
+				(uint32_t)(((uint64_t)(k + 1) * cap[p] + FC_RXBUF_LEVELS - 1) /
+					   FC_RXBUF_LEVELS);
+	}
+}
+
+int fc_rxbuf_cfg_check(const struct fc_rxbuf_cfg *cfg)
+{
+	unsigned p, k;
+
+	for (p = 0; p < FC_RXBUF_POOLS; p++) {
+		if (cfg->alpha[p] == 0 || cfg->alpha[p] > FC_RXBUF_ALPHA_ONE)
+			return -EINVAL;
+		for (k = 1; k < FC_RXBUF_THRESHOLDS; k++)
+			if (cfg->threshold[p][k] < cfg->threshold[p][k - 1])
+				return -EINVAL;
+	}
+	return 0;
+}
+
+void fc_rxbuf_init(struct fc_rxbuf *rb)
+{
+	memset(rb, 0, sizeof(*rb));
+}
+
+/* ceil(d * a / 65536) for d < 2^48, a <= 2^16, without 128-bit math. */
+static uint64_t scaled_step(uint64_t d, uint32_t a)
+{
+	uint64_t hi = (d >> FC_RXBUF_ALPHA_SHIFT) * a;
+	uint64_t lo = (d & (FC_RXBUF_ALPHA_ONE - 1)) * a;
+
+	return hi + (lo >> FC_RXBUF_ALPHA_SHIFT) + ((lo & (FC_RXBUF_ALPHA_ONE - 1)) != 0);
+}
+
+/* spec 10.2: ema = (1 - alpha) * ema + alpha * occupancy, i.e. ema += alpha * (occ - ema),
+ * rounded toward the sample. */
+int fc_rxbuf_update(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+		    enum fc_rxbuf_pool pool, uint32_t occupancy)
+{
+	uint64_t sample = (uint64_t)occupancy << FC_RXBUF_ALPHA_SHIFT, ema;
+	uint32_t a;
+
+	if ((unsigned)pool >= FC_RXBUF_POOLS)
+		return -EINVAL;
+	a = cfg->alpha[pool];
+	if (a == 0)
+		a = 1;
+	if (a > FC_RXBUF_ALPHA_ONE)
+		a = FC_RXBUF_ALPHA_ONE;
+	ema = rb->ema_q16[pool];
+	if (sample >= ema)
+		ema += scaled_step(sample - ema, a);
+	else
+		ema -= scaled_step(ema - sample, a);
+	rb->ema_q16[pool] = ema;
+	return 0;
+}
+
+unsigned fc_rxbuf_pool_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+			     enum fc_rxbuf_pool pool)
+{
+	unsigned k, level = 0;
+
+	if ((unsigned)pool >= FC_RXBUF_POOLS)
+		return 0;
+	for (k = 0; k < FC_RXBUF_THRESHOLDS; k++)
+		if (rb->ema_q16[pool] >= (uint64_t)cfg->threshold[pool][k] << FC_RXBUF_ALPHA_SHIFT)
+			level++;
+	return level;
+}
+
+unsigned fc_rxbuf_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg)
+{
+	unsigned a = fc_rxbuf_pool_level(rb, cfg, FC_RXBUF_POOL_PKT);
+	unsigned b = fc_rxbuf_pool_level(rb, cfg, FC_RXBUF_POOL_BUF);
+
+	return a > b ? a : b;
+}
