@@ -86,6 +86,8 @@ struct fc_pdl {
 	uint32_t fabric_marker, nic_marker, base_delay_target, delay_state, rtt_state;
 	uint8_t ncwnd_dir, cc_opaque;
 	uint32_t cc_metadata;  /* RUE info we put in our ACKs */
+	uint8_t rx_hops, rxbuf_level;
+	uint16_t ecn_count;    /* cumulative, 14 bits on the wire */
 	uint8_t rr;            /* round robin between windows (unordered) */
 
 	/* receiver ACK generation (9.1.6) */
@@ -492,7 +494,21 @@ static void ack_fill(struct fc_pdl *p, struct fc_falcon_pkt *f)
 	f->rrbpsn = fc_load_acq32(&p->rx->req.base);
 	f->t1_ts = (uint32_t)(t >> 32);
 	f->t2_ts = (uint32_t)t;
-	f->hops = (uint8_t)(p->cfg.hops & FC_CC_HOPS_MASK);
+	f->hops = (uint8_t)((p->rx_hops ? p->rx_hops : p->cfg.hops) & FC_CC_HOPS_MASK);
+	f->rxbuf = p->rxbuf_level;
+	f->ecn = p->ecn_count & FC_CC_ECN_MASK;
+}
+
+void fc_pdl_note_path(struct fc_pdl *p, uint8_t hops, int ecn_ce)
+{
+	p->rx_hops = hops;
+	if (ecn_ce)
+		p->ecn_count++;
+}
+
+void fc_pdl_set_rxbuf_level(struct fc_pdl *p, uint8_t level)
+{
+	p->rxbuf_level = level > FC_CC_RXBUF_MASK ? FC_CC_RXBUF_MASK : level;
 }
 
 static int build_ack(struct fc_pdl *p, void *buf, size_t cap)

@@ -184,6 +184,14 @@ int fc_pdl_poll_tx(struct fc_pdl *p, uint64_t now_ns, void *buf, size_t cap);
 uint64_t fc_pdl_next_deadline(const struct fc_pdl *p);
 void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now_ns);
 
+/* What the I/O shell saw of a packet's path before handing it to fc_pdl_rx: forward hop
+ * count (initial TTL - received TTL) and whether IP carried ECN CE. Both go back to the
+ * sender in the CC info of our ACKs and NACKs (7.7.1: hop count, cumulative ECN count). */
+void fc_pdl_note_path(struct fc_pdl *p, uint8_t hops, int ecn_ce);
+/* The receiver's quantized network-request buffer level (10.2, rxbuf.h), 0..31, carried
+ * in our ACKs and NACKs. */
+void fc_pdl_set_rxbuf_level(struct fc_pdl *p, uint8_t level);
+
 /* Apply a RUE result (10.6.2.2): fcwnd, ncwnd, inter-packet gap, retransmit timeout. */
 void fc_pdl_cc_apply(struct fc_pdl *p, const struct fc_cc_result *res);
 

@@ -669,6 +669,38 @@ static void test_ordered_across_windows(void **state)
 
 /* Piggybacked ACKs: data flowing back carries the base PSNs and releases packets; with
  * nothing left to acknowledge, the coalescing timer stops (9.1.6). */
+/* The CC info of our ACKs (7.7.1): the forward hop count and cumulative ECN count the
+ * shell noted, and the receive buffer level; they reach the sender's RUE event. */
+static void test_ack_cc_info(void **state)
+{
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+
+	(void)state;
+	setup_pair(NULL);
+	submit(A, FC_PKT_PULL_DATA, 1, 0);
+	fc_pdl_note_path(B->p, 3, 1);
+	fc_pdl_note_path(B->p, 5, 1);
+	fc_pdl_set_rxbuf_level(B->p, 17);
+	pump(A, B, 0, NULL, NULL, NULL);
+	fire(B, 8 * US);
+	pump(B, A, 8 * US, NULL, &last, lastbuf);
+	assert_int_equal(last.type, FC_PKT_BACK);
+	assert_int_equal(last.hops, 5);
+	assert_int_equal(last.ecn, 2);
+	assert_int_equal(last.rxbuf, 17);
+	assert_int_equal(A->last_ev.forward_hops, 5);
+	assert_int_equal(A->last_ev.rx_buffer_level, 17);
+	assert_int_equal(A->last_ev.ecn_accumulated, 2);
+	fc_pdl_set_rxbuf_level(B->p, 200); /* clamped to 5 bits */
+	submit(A, FC_PKT_PULL_DATA, 2, 1);
+	pump(A, B, 10 * US, NULL, NULL, NULL);
+	fire(B, 20 * US);
+	pump(B, A, 20 * US, NULL, &last, lastbuf);
+	assert_int_equal(last.rxbuf, 31);
+	teardown_pair();
+}
+
 static void test_piggyback(void **state)
 {
 	(void)state;
@@ -732,6 +764,7 @@ int main(void)
 		cmocka_unit_test(test_pacing),
 		cmocka_unit_test(test_ar_policy),
 		cmocka_unit_test(test_ordered_across_windows),
+		cmocka_unit_test(test_ack_cc_info),
 		cmocka_unit_test(test_piggyback),
 		cmocka_unit_test(test_clean_link_acks),
 	};
