@@ -1107,8 +1107,10 @@ uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 			if (k->state == TXS_INFLIGHT && k->deadline_ns < t)
 				t = k->deadline_ns;
 		}
-		if ((w->retx_pending || w->next_new != w->npsn) && p->fcwnd_fp < FC_CWND_ONE &&
-		    p->next_tx_ns < t)
+		/* pacing (fcwnd < 1): only when the window would let something go */
+		if (p->fcwnd_fp < FC_CWND_ONE && p->next_tx_ns < t &&
+		    (w->retx_pending ||
+		     (w->next_new != w->npsn && w->next_new - w->bpsn < fcwnd_pkts(p))))
 			t = p->next_tx_ns;
 	}
 	return t;

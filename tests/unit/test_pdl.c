@@ -607,6 +607,8 @@ static void test_pacing(void **state)
 		submit(A, FC_PKT_PULL_DATA, (uint32_t)i + 1, i);
 	assert_int_equal(pump(A, B, 0, NULL, NULL, NULL), 1);
 	assert_int_equal(pump(A, B, 1 * US, NULL, NULL, NULL), 0); /* one outstanding */
+	/* nothing may go until the ACK: no pacing deadline, only the retransmit timer */
+	assert_int_equal(fc_pdl_next_deadline(A->p), cfg.rto_ns);
 	pump(B, A, 2 * US, NULL, NULL, NULL); /* fcwnd <= 2: AR on every packet */
 	assert_int_equal(A->ndone, 1);
 	assert_int_equal(pump(A, B, 5 * US, NULL, NULL, NULL), 0); /* gap not over */
