@@ -6,6 +6,7 @@
 #   make memcheck     unit tests under valgrind
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   make soak         the simulator property tests over SOAK_SEEDS (20000) seeds
+#   make bench-sim    the congestion-control benchmark table (bench/sim_cc.c)
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
 
@@ -108,6 +109,10 @@ $(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_L
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/sim $< $(SIM_OBJS) -o $@ $(ENGINE_LIB) \
 		$(ALL_LDFLAGS) $(SIM_LIBS)
 
+# benchmarks (bench/bench.mk): the congestion-control benchmark runs in the simulator
+BENCH_BINS :=
+include bench/bench.mk
+
 # libFuzzer targets: always clang with ASan + UBSan, engine sources compiled in.
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/%.c=%)
@@ -122,9 +127,9 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/engine/*.h include
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak clean
+.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak bench-sim clean
 
-all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS)
+all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
 deps:
 	@missing=""; \
@@ -145,6 +150,7 @@ test: deps
 		--suite unit $(UNIT_BINS) \
 		--suite bpf $(BPFTEST_BINS) \
 		--suite sim $(SIM_BINS) \
+		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -158,6 +164,10 @@ memcheck: all
 	@tests/run-tests.sh --suite memcheck \
 		--wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
 		$(UNIT_BINS)
+
+# Congestion control in the simulator: N = 2, 8, 32 flows through one bottleneck (table).
+bench-sim: $(BUILD)/bench/sim_cc
+	$(BUILD)/bench/sim_cc
 
 # Long simulator runs: SOAK_SEEDS seeds of the PDL property test, with a summary table.
 SOAK_SEEDS ?= 20000

@@ -2,7 +2,7 @@
 # Runs test binaries suite by suite and prints one summary line at the end:
 #   tests: N passed, N failed
 #
-#   run-tests.sh --suite NAME [--wrap "CMD"] [--fuzz SECONDS] BIN... [--suite ...]
+#   run-tests.sh --suite NAME [--wrap "CMD"] [--args "ARGS"] [--fuzz SECONDS] BIN... [--suite ...]
 #
 # A cmocka binary contributes the counts of its "[  PASSED  ] N test(s)." and
 # "[  FAILED  ] N test(s)" lines; any other binary must print "N passed, N failed".
@@ -15,6 +15,7 @@ total_fail=0
 failed_names=()
 suite=""
 wrap=""
+args=""
 fuzz=""
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
@@ -36,7 +37,7 @@ run_one() {
 	else
 		echo "== $suite: $name"
 		# shellcheck disable=SC2086
-		$wrap "$bin" >"$log" 2>&1
+		$wrap "$bin" $args >"$log" 2>&1
 		rc=$?
 		cat "$log"
 		local p f
@@ -69,7 +70,8 @@ run_one() {
 
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--suite) suite=$2; wrap=""; fuzz=""; shift 2 ;;
+	--suite) suite=$2; wrap=""; args=""; fuzz=""; shift 2 ;;
+	--args) args=$2; shift 2 ;;
 	--wrap) wrap=$2; shift 2 ;;
 	--fuzz) fuzz=$2; shift 2 ;;
 	*) run_one "$1"; shift ;;
