@@ -517,3 +517,31 @@ int fc_outer_set_udp_csum(void *frame, size_t len)
 	wr16(f + o.l4_off + 6, sum ? sum : 0xFFFF); /* RFC 768: 0 means "no checksum" */
 	return 0;
 }
+
+/* A 32-bit mix (the murmur3 finalizer) of seed and path. */
+static uint32_t path_mix(uint32_t seed, uint32_t path)
+{
+	uint32_t h = seed ^ (path * 0x9E3779B9u);
+
+	h ^= h >> 16;
+	h *= 0x85EBCA6Bu;
+	h ^= h >> 13;
+	h *= 0xC2B2AE35u;
+	h ^= h >> 16;
+	return h;
+}
+
+void fc_outer_set_path(struct fc_outer *o, uint32_t seed, uint32_t path)
+{
+	uint32_t h = path_mix(seed, path), prev = path_mix(seed, path - 1);
+	uint16_t port = (uint16_t)(49152 + (h & 0x3FFF));
+	uint32_t label = (h >> 12) & FC_IPV6_FLOW_LABEL_MAX;
+
+	/* consecutive paths must differ, or a reroute would change nothing */
+	if (port == 49152 + (prev & 0x3FFF))
+		port = (uint16_t)(49152 + ((port - 49152 + 1) & 0x3FFF));
+	if (label == ((prev >> 12) & FC_IPV6_FLOW_LABEL_MAX))
+		label = (label + 1) & FC_IPV6_FLOW_LABEL_MAX;
+	o->sport = port;
+	o->flow_label = label ? label : 1;
+}

@@ -161,6 +161,12 @@ int fc_outer_encode(const struct fc_outer *o, size_t inner_len, void *buf, size_
  */
 int fc_outer_set_udp_csum(void *frame, size_t len);
 
+/* Path entropy for PLB (spec 10.4, 10.6.2.2 randomize_path): a connection whose
+ * entropy seed is seed takes path number path (fc_pdl_path) by its UDP source port
+ * (49152-65535) and, over IPv6, its flow label (20 bits, never 0). Deterministic, and
+ * consecutive paths always differ in both. */
+void fc_outer_set_path(struct fc_outer *o, uint32_t seed, uint32_t path);
+
 /*
  * Internet checksum (RFC 1071). fc_inet_csum_add() adds len bytes to a running sum; every
  * call but the last must pass an even len. fc_inet_csum_fold() folds the sum and returns
