@@ -637,7 +637,7 @@ static void take_snap(struct bench *b, struct snap *s)
 		const struct fc_pdl_counters *k = fc_pdl_counters(b->snd[i].conn[0].p);
 
 		s->payload[i] = b->rcv.conn[i].rx_payload_bytes;
-		s->retx += k->retx_timeout + k->retx_early + k->retx_own + k->retx_nack;
+		s->retx += k->retx_timeout + k->retx_early + k->retx_own;
 	}
 }
 

@@ -416,8 +416,7 @@ static int send_pkt(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 	if (k->type == FC_PKT_RESYNC)
 		p->cnt.resyncs_tx++;
 	k->last_tx_ns = now;
-	if (!k->rnr)
-		k->deadline_ns = now + p->rto_ns;
+	k->deadline_ns = now + p->rto_ns;
 	p->next_tx_ns = now + p->ipg_ns;
 	p->cnt.tx_pkts++;
 	p->cnt.tx_bytes += (uint64_t)n;
@@ -467,9 +466,14 @@ static int send_from(struct fc_pdl *p, int retx, uint64_t now, void *buf, size_t
 		if (!k[0] && !k[1])
 			return 0;
 		i = !k[0] ? 1 : !k[1] ? 0 : (k[0]->seq < k[1]->seq ? 0 : 1);
-		if (!gate_ok(p, &p->tx[i], k[i], psn[i], retx, now))
-			return -EAGAIN; /* head-of-line: nothing later may pass it */
-		return send_pkt(p, &p->tx[i], k[i], psn[i], retx, now, buf, cap);
+		if (gate_ok(p, &p->tx[i], k[i], psn[i], retx, now))
+			return send_pkt(p, &p->tx[i], k[i], psn[i], retx, now, buf, cap);
+		/* RSN order binds the initiator's requests only: a target's Pull Data at the
+		 * head of the data window is never held behind a gated request (CR#2) */
+		if (i == FC_WIN_REQ && k[1] && k[1]->orig_type == FC_PKT_PULL_DATA &&
+		    gate_ok(p, &p->tx[1], k[1], psn[1], retx, now))
+			return send_pkt(p, &p->tx[1], k[1], psn[1], retx, now, buf, cap);
+		return -EAGAIN; /* head-of-line: no later request may pass it */
 	}
 	for (int j = 0; j < 2; j++) {
 		int i = (p->rr + j) & 1;
@@ -624,6 +628,15 @@ static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 	case FC_WIN_NEW:
 		break;
 	case FC_WIN_DUP:
+		if (f->type == FC_PKT_RESYNC && fc_win_mark_ack(w, f->psn) == 0) {
+			/* section 11: a Resync for a PSN received but not acknowledged (a push the
+			 * ULP holds or refused): acknowledge that PSN, and tell the ULP that the
+			 * packet it holds is replaced */
+			v = FC_WIN_NEW;
+			p->push_ar[f->psn & (FC_WIN_SLOTS_MAX - 1)] = 0;
+			break;
+		}
+		/* fall through */
 	case FC_WIN_OLD:
 		/* section 11: duplicate -> drop and send ACK (a Resync: for its PSN) */
 		if (v == FC_WIN_DUP)
@@ -644,6 +657,8 @@ static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 	};
 	struct fc_pdl_nack nack = {0};
 
+	if (push) /* before deliver: a ULP ack from inside it must see the AR bit */
+		p->push_ar[f->psn & (FC_WIN_SLOTS_MAX - 1)] = f->ar;
 	if (p->ops->deliver(p->ctx, &d, &nack) && f->type != FC_PKT_RESYNC) {
 		/* refused before it was acknowledged: out of the window again, NACK it */
 		if (queue_nack(p, w, wid, f->psn, &nack))
@@ -654,7 +669,6 @@ static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 		p->cnt.resyncs_rx++;
 		fc_fetch_or64(&p->rx->ar_pending, 1); /* 9.2.5: ACK generation event */
 	} else if (push) {
-		p->push_ar[f->psn & (FC_WIN_SLOTS_MAX - 1)] = f->ar;
 		schedule_ack(p, now);
 	} else if (f->ar) {
 		fc_fetch_or64(&p->rx->ar_pending, 1);
@@ -783,6 +797,7 @@ static void flag_retx(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k)
 		return;
 	k->retx_pending = 1;
 	w->retx_pending++;
+	k->rnr = 0; /* whatever it waited for, it goes again now */
 	k->deadline_ns = UINT64_MAX;
 	if (k->in_orrc) { /* 9.1.2: eligible again -> no longer outstanding */
 		k->in_orrc = 0;
@@ -1029,7 +1044,7 @@ static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 		return;
 	rnr_ns = fc_rnr_timeout_ns(f->rnr_timeout);
 	if (p->ops->nack)
-		p->ops->nack(p->ctx, k->rsn, f->nack_code, f->ulp_nack_code,
+		p->ops->nack(p->ctx, k->rsn, k->orig_type, f->nack_code, f->ulp_nack_code,
 			     f->nack_code == FC_NACK_RNR ? rnr_ns : 0);
 	switch (f->nack_code) {
 	case FC_NACK_RNR:
@@ -1038,11 +1053,10 @@ static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 		k->deadline_ns = now + (rnr_ns > p->rto_ns ? rnr_ns : p->rto_ns);
 		break;
 	case FC_NACK_RESOURCE:
-		/* 9.2.4: the RUE hears of it (event above); retransmit as normal */
-		if (!k->retx_pending) {
-			flag_retx(p, w, k);
-			p->cnt.retx_nack++;
-		}
+		/* 9.2.4: the RUE hears of it (event above) and shrinks ncwnd; the packet is
+		 * retransmitted as normal, by its timer: resending at once would bounce off
+		 * the full receiver at RTT speed */
+		p->cnt.nack_resource_rx++;
 		break;
 	default: /* xLR, CIE, NRE, invalid CID: Resync with the same PSN (9.2.4, 11) */
 		to_resync(p, w, k, resync_code_for(f->nack_code), FC_TX_NACKED, f->nack_code);

@@ -111,9 +111,10 @@ struct fc_pdl_ops {
 	void (*tx_done)(void *ctx, uint64_t cookie, uint32_t rsn, enum fc_tx_status st,
 			uint8_t nack_code);
 	/* A NACK arrived for one of our packets (9.2.4): RNR (with its timeout), resource
-	 * drop, or a ULP error; informational, tx_done follows for the ULP errors. */
-	void (*nack)(void *ctx, uint32_t rsn, uint8_t nack_code, uint8_t ulp_code,
-		     uint64_t rnr_timeout_ns);
+	 * drop, or a ULP error; informational, tx_done follows for the ULP errors. pkt_type
+	 * tells a request (Pull Request, Push Data) from our Pull Data of the same RSN. */
+	void (*nack)(void *ctx, uint32_t rsn, uint8_t pkt_type, uint8_t nack_code,
+		     uint8_t ulp_code, uint64_t rnr_timeout_ns);
 	/* The connection hit a fatal error (a Resync exhausted its retransmissions). */
 	void (*fatal)(void *ctx, int reason);
 	/* A congestion-control event for the RUE (10.6.2.1). pred has FC_CC_P1 (time since
@@ -129,7 +130,8 @@ struct fc_pdl_ops {
 
 struct fc_pdl_counters {
 	uint64_t tx_pkts, tx_bytes, tx_new, rx_pkts, rx_bytes;
-	uint64_t retx_timeout, retx_early, retx_own, retx_nack;
+	uint64_t retx_timeout, retx_early, retx_own;
+	uint64_t nack_resource_rx; /* resource NACKs: the RUE shrinks ncwnd, the timer resends */
 	uint64_t backs_tx, eacks_tx, nacks_tx, resyncs_tx;
 	/* why each ACK went out (9.1.6): an AR bit, a duplicate or a Resync asked for it; the
 	 * coalescing count was reached; the coalescing timer expired */

@@ -442,7 +442,7 @@ static int run_seed(uint64_t seed, void *arg)
 			rc = 1;
 		}
 		if (!rc && clean) {
-			uint64_t retx = c->retx_timeout + c->retx_early + c->retx_own + c->retx_nack;
+			uint64_t retx = c->retx_timeout + c->retx_early + c->retx_own;
 			/* 9.1.6: an ACK per AR packet (and per RNR-NACKed packet's retry), one per
 			 * ack_coalesce_count packets, one per timer expiry; each timer expiry needs a
 			 * packet since the previous ACK and the timer is 8 us */
@@ -474,7 +474,7 @@ static int run_seed(uint64_t seed, void *arg)
 				" own %" PRIu64 " nack %" PRIu64 ", acks %" PRIu64 "/%" PRIu64
 				"/%" PRIu64 " (request/count/timer), rx dup %" PRIu64 " old %" PRIu64
 				" oow %" PRIu64 ", ordered %d\n", i, h[i]->nsent, c->retx_timeout,
-				c->retx_early, c->retx_own, c->retx_nack, c->acks_by_request,
+				c->retx_early, c->retx_own, c->nack_resource_rx, c->acks_by_request,
 				c->acks_by_count, c->acks_by_timer, c->rx_dup, c->rx_old, c->rx_oow,
 				h[i]->ordered);
 		}
@@ -492,7 +492,7 @@ static int run_seed(uint64_t seed, void *arg)
 		tot->retx_timeout += c->retx_timeout;
 		tot->retx_early += c->retx_early;
 		tot->retx_own += c->retx_own;
-		tot->retx_nack += c->retx_nack;
+		tot->retx_nack += c->nack_resource_rx;
 		tot->acks += c->backs_tx + c->eacks_tx;
 		tot->nacks += c->nacks_tx;
 		tot->integrity_drops += h[i]->integrity_drops;
@@ -552,7 +552,7 @@ int main(int argc, char **argv)
 		printf("%-28s %" PRIu64 "\n", "retransmits: timeout", tot.retx_timeout);
 		printf("%-28s %" PRIu64 "\n", "retransmits: early (OOO)", tot.retx_early);
 		printf("%-28s %" PRIu64 "\n", "retransmits: EACK-OWN", tot.retx_own);
-		printf("%-28s %" PRIu64 "\n", "retransmits: resource NACK", tot.retx_nack);
+		printf("%-28s %" PRIu64 "\n", "resource NACKs received", tot.retx_nack);
 		printf("%-28s %" PRIu64 " / %" PRIu64 "\n", "ACKs / NACKs sent", tot.acks, tot.nacks);
 		printf("%-28s %.1f us\n", "worst delivery latency", (double)tot.worst_latency_ns / 1000.0);
 		printf("%-28s %" PRIu64 "\n", "violations", tot.violations);

@@ -32,7 +32,7 @@ struct ep {
 	struct { uint64_t cookie; uint32_t rsn; int st; uint8_t code; } done[MAXREC];
 	int ndone;
 	int nacks, fatal;
-	uint8_t last_nack_code;
+	uint8_t last_nack_code, last_nack_type;
 	uint64_t last_rnr_ns;
 	int cc_events, cc_retx, cc_ack, cc_nack;
 	struct fc_cc_event last_ev;
@@ -66,11 +66,12 @@ static void cb_tx_done(void *ctx, uint64_t cookie, uint32_t rsn, enum fc_tx_stat
 	e->ndone++;
 }
 
-static void cb_nack(void *ctx, uint32_t rsn, uint8_t code, uint8_t ulp, uint64_t rnr_ns)
+static void cb_nack(void *ctx, uint32_t rsn, uint8_t type, uint8_t code, uint8_t ulp, uint64_t rnr_ns)
 {
 	struct ep *e = ctx;
 
 	(void)rsn;
+	e->last_nack_type = type;
 	(void)ulp;
 	e->nacks++;
 	e->last_nack_code = code;
@@ -485,10 +486,15 @@ static void test_nack_resource_request_window(void **state)
 	assert_int_equal(fc_pdl_rx_state(B->p)->req.base, 100); /* not acknowledged */
 	pump(B, A, 1 * US, NULL, NULL, NULL);
 	assert_int_equal(A->cc_nack, 1);
-	assert_int_equal(C(A)->retx_nack, 1);
-	assert_int_equal(pump(A, B, 2 * US, NULL, NULL, NULL), 1);
+	assert_int_equal(C(A)->nack_resource_rx, 1);
+	assert_int_equal(A->last_nack_type, FC_PKT_PULL_REQ);
+	/* retransmitted as normal: by its timer, not at once (no bouncing off a full peer) */
+	assert_int_equal(pump(A, B, 2 * US, NULL, NULL, NULL), 0);
+	assert_int_equal(fc_pdl_next_deadline(A->p), cfg.rto_ns);
+	fire(A, cfg.rto_ns);
+	assert_int_equal(pump(A, B, cfg.rto_ns, NULL, NULL, NULL), 1);
 	assert_int_equal(B->ngot, 2);
-	pump(B, A, 3 * US, NULL, NULL, NULL); /* AR on the retransmission */
+	pump(B, A, cfg.rto_ns, NULL, NULL, NULL); /* AR on the retransmission */
 	assert_int_equal(A->ndone, 1);
 	assert_int_equal(A->done[0].st, FC_TX_ACKED);
 	teardown_pair();
@@ -669,6 +675,85 @@ static void test_ordered_across_windows(void **state)
 	teardown_pair();
 }
 
+/* A packet NACKed RNR and then (a stale or new) resource NACK: its retransmission keeps
+ * a timer, so losing it is recovered (the RNR wait must not survive the retransmit). */
+static void test_rnr_then_resource_nack(void **state)
+{
+	uint8_t buf[128];
+	struct fc_falcon_pkt f = { .type = FC_PKT_NACK, .cid = 1, .rrbpsn = 100, .rdbpsn = 300,
+				   .nack_psn = 300, .nack_code = FC_NACK_RNR, .rnr_timeout = 1 };
+	uint64_t t;
+	int n;
+
+	(void)state;
+	setup_pair(NULL);
+	submit(A, FC_PKT_PUSH_DATA, 1, 0);
+	pump(A, B, 0, drop_all, NULL, NULL);
+	n = fc_falcon_encode(&f, buf, sizeof(buf));
+	assert_int_equal(fc_pdl_rx(A->p, buf, (size_t)n, 0, 1 * US), 0); /* RNR */
+	f.nack_code = FC_NACK_RESOURCE;
+	n = fc_falcon_encode(&f, buf, sizeof(buf));
+	assert_int_equal(fc_pdl_rx(A->p, buf, (size_t)n, 0, 2 * US), 0); /* then resource */
+	t = fc_pdl_next_deadline(A->p);
+	fire(A, t);
+	assert_int_equal(pump(A, B, t, drop_all, NULL, NULL), 0); /* the retry is lost too */
+	/* the retry armed its timer: another retransmission follows one RTO later */
+	assert_int_equal(fc_pdl_next_deadline(A->p), t + cfg.rto_ns);
+	fire(A, t + cfg.rto_ns);
+	assert_int_equal(pump(A, B, t + cfg.rto_ns, NULL, NULL, NULL), 1);
+	assert_int_equal(B->ngot, 1);
+	teardown_pair();
+}
+
+/* Section 11: a Resync for a PSN the receiver holds received but unacknowledged (its ULP
+ * never answered the push) acknowledges that PSN and tells the ULP, instead of being
+ * dropped as a duplicate until the sender gives up on the connection. */
+static void test_resync_over_held_push(void **state)
+{
+	uint64_t t = 0;
+
+	(void)state;
+	setup_pair(retx3);
+	B->auto_ack = 0;
+	submit(A, FC_PKT_PUSH_DATA, 4, 0);
+	pump(A, B, t, NULL, NULL, NULL); /* B holds it */
+	for (int i = 0; i < 4; i++) { /* B's ACKs do not acknowledge it: A retries, gives up */
+		t = fc_pdl_next_deadline(A->p);
+		fire(A, t);
+		pump(A, B, t, NULL, NULL, NULL);
+		fire(B, t + 8 * US);
+		pump(B, A, t + 8 * US, NULL, NULL, NULL);
+	}
+	assert_int_equal(C(A)->resyncs_tx, 1);
+	assert_int_equal(B->ngot, 2);
+	assert_int_equal(B->got[1].type, FC_PKT_RESYNC);
+	assert_int_equal(B->got[1].rsn, 4);
+	assert_int_equal(fc_pdl_rx_state(B->p)->data.base, 301);
+	assert_int_equal(A->ndone, 1);
+	assert_int_equal(A->done[0].st, FC_TX_RETX_EXHAUSTED);
+	assert_int_equal(A->fatal, 0);
+	teardown_pair();
+}
+
+/* Ordered connection: a target's Pull Data is not held behind the initiator's gated
+ * Pull Request (CR#2); only requests keep RSN order among themselves. */
+static void test_ordered_pull_data_not_blocked(void **state)
+{
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+
+	(void)state;
+	setup_pair(one_req);
+	submit(A, FC_PKT_PULL_REQ, 1, 0);
+	submit(A, FC_PKT_PULL_REQ, 2, 1);   /* gated: RORC = ncwnd = 1 */
+	submit(A, FC_PKT_PULL_DATA, 77, 2); /* a response to the peer: must go */
+	assert_int_equal(pump(A, B, 0, drop_all, &last, lastbuf), 0);
+	assert_int_equal(C(A)->tx_new, 2);
+	assert_int_equal(last.type, FC_PKT_PULL_DATA);
+	assert_int_equal(last.rsn, 77);
+	teardown_pair();
+}
+
 /* Piggybacked ACKs: data flowing back carries the base PSNs and releases packets; with
  * nothing left to acknowledge, the coalescing timer stops (9.1.6). */
 /* The CC info of our ACKs (7.7.1): the forward hop count and cumulative ECN count the
@@ -767,6 +852,9 @@ int main(void)
 		cmocka_unit_test(test_ar_policy),
 		cmocka_unit_test(test_ordered_across_windows),
 		cmocka_unit_test(test_ack_cc_info),
+		cmocka_unit_test(test_rnr_then_resource_nack),
+		cmocka_unit_test(test_resync_over_held_push),
+		cmocka_unit_test(test_ordered_pull_data_not_blocked),
 		cmocka_unit_test(test_piggyback),
 		cmocka_unit_test(test_clean_link_acks),
 	};
