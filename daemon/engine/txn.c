@@ -1,0 +1,1815 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * txn.c - the transaction sublayer (Falcon spec section 8, the transaction parts of
+ * section 11) over the packet delivery sublayer (pdl.c).
+ *
+ * Memory, all allocated up front:
+ *  - engine: the host's pools (8.2.2). Tx packet contexts, each with an MTU buffer the
+ *    ULP bytes are copied into (the PDL retransmits from it until tx_done); Rx cells in
+ *    one arena with a free list (held requests, Pull Data waiting for its turn). Every
+ *    region is accounted in packets and cells against the host's, the function's and
+ *    the connection's limits (8.2.3, 8.2.4).
+ *  - connection: the initiator table (RSN mod max_txns), the target table (RSN mod
+ *    max_rx_txns), two scheduler queues (8.3), a queue of PDL calls deferred while the
+ *    PDL is inside a callback to us, and two scratch buffers to hand stored bytes out.
+ *
+ * Re-entrancy: PDL callbacks (deliver, tx_done, nack, fatal) call the ULP, which may call
+ * our ULP functions back. ULP answers that need the PDL (ulp_ack / ulp_nack) are queued
+ * while the connection is inside a PDL call and issued when it returns; the delivery and
+ * completion loops are guarded against nesting and re-check their state each turn.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "txn.h"
+#include "wire_err.h"
+#include "wire_falcon.h"
+
+#define NONE UINT32_MAX
+#define TBL_MAX (1u << 16) /* largest transaction table */
+#define POOL_MAX (1u << 24) /* largest region, packets or cells */
+
+enum { Q_REQ = 0, Q_DATA = 1 };          /* scheduler queues (8.3) */
+enum { TXP_FREE = 0, TXP_QUEUED, TXP_PDL };
+
+/* A Tx packet context (Tx packet pool) and its buffer (Tx buffer pool). */
+struct txpkt {
+	struct fc_txn *conn;
+	uint8_t *buf;          /* mtu_bytes */
+	uint32_t prev, next;   /* queue links; next is the free-list link */
+	uint32_t rsn, len, resp_len;
+	uint32_t cells;        /* Tx buffer cells charged */
+	uint8_t type;          /* FC_PKT_PULL_REQ, FC_PKT_PUSH_DATA, FC_PKT_PULL_DATA */
+	uint8_t where;         /* TXP_* */
+};
+
+struct txq {
+	uint32_t head, tail, len;
+};
+
+/* Initiator transaction (8.4.1). */
+struct islot {
+	uint64_t cookie, deadline_ns;
+	uint32_t rsn, txp, cells, len, resp_len;
+	uint32_t rx_cells;     /* Req Buf Rx charged: cells reserved for the Pull Data */
+	uint8_t used, kind, state, ready, stored, code, ulp_code;
+};
+
+/* Target transaction (8.5.1). */
+struct tslot {
+	uint64_t due_ns;       /* RNR_WAIT: redelivery time */
+	uint32_t rsn, psn, len, resp_len, txp;
+	uint32_t cells, ncells; /* network-request cells: chain, count */
+	uint32_t redeliveries;
+	uint8_t kind, state, stored, has_res, nack_code, ulp_code;
+};
+
+struct action { /* a PDL call deferred until the PDL returns */
+	uint64_t now_ns;
+	uint32_t psn;
+	uint8_t ack, code, rnr, ulp;
+};
+
+struct fc_txn {
+	struct fc_txn_engine *e;
+	struct fc_pdl *pdl;
+	const struct fc_txn_ops *ops;
+	void *ctx;
+	struct fc_txn_conn_cfg cfg;
+	uint32_t slot;           /* index in e->conn */
+	int ordered, dead;
+	uint64_t now_ns;
+
+	/* initiator (8.4.1) */
+	uint32_t brsn, nrsn, imask, iready;
+	struct islot *is;
+	int completing;
+
+	/* target (8.5.1) */
+	uint32_t t_nrsn, tmask, awaiting, rnr_waiting;
+	struct tslot *ts;
+	int delivering;
+	int rnr_block;           /* ordered RNR rule (8.5.3.4) */
+	uint32_t rnr_rsn, rnr_count;
+	uint8_t rnr_code;
+
+	/* connection scheduler (8.3) */
+	struct txq q[2];
+	uint8_t q_rr, qmask;     /* qmask: bit per PDL window refused with -EAGAIN */
+	uint32_t next_psn[2], sent_psn[2]; /* PSN of the next submission / first unsent */
+	uint32_t push_in_pdl, push_max;
+
+	uint32_t used[FC_TXN_RES_COUNT];
+	struct action *act;
+	uint32_t nact, act_cap;
+	int in_pdl, want_credits;
+	uint8_t *iscratch, *tscratch;
+	struct fc_txn_counters cnt;
+};
+
+struct cid_ent {
+	uint32_t cid;
+	struct fc_txn *t;
+};
+
+struct fc_txn_engine {
+	struct fc_txn_engine_cfg cfg;
+	uint32_t cap[FC_TXN_RES_COUNT], used[FC_TXN_RES_COUNT];
+	uint32_t fn_used[FC_TXN_MAX_FN][FC_TXN_RES_COUNT];
+	struct txpkt *txp;
+	uint8_t *txmem;
+	uint32_t ntxp, txp_free;
+	uint8_t *cellmem;
+	uint32_t *cell_next;
+	uint32_t ncells, cell_free, cells_free;
+	struct fc_txn **conn;
+	struct cid_ent *cids;
+	uint32_t ncids, rr;
+	int released, flushing;
+	uint64_t unknown_cid;
+};
+
+/* ------------------------------------------------------------------------ */
+/* configuration                                                             */
+
+void fc_txn_engine_cfg_default(struct fc_txn_engine_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_conns = 64;
+	c->mtu_bytes = 4096;
+	c->tx_cell_bytes = c->rx_cell_bytes = 256;
+	c->cap[FC_TXN_REQ_PKT_TX] = c->cap[FC_TXN_DATA_PKT_TX] = 1024;
+	c->cap[FC_TXN_REQ_BUF_TX] = c->cap[FC_TXN_DATA_BUF_TX] = 16384;
+	c->cap[FC_TXN_REQ_PKT_RX] = c->cap[FC_TXN_NET_PKT_RX] = 1024;
+	c->cap[FC_TXN_REQ_BUF_RX] = c->cap[FC_TXN_NET_BUF_RX] = 4096;
+	c->red_pkts = 8;
+	c->red_cells = 4 * (4096 / 256);
+	c->txn_timeout_ns = 1000000000ull;
+}
+
+void fc_txn_conn_cfg_default(struct fc_txn_conn_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	fc_pdl_cfg_default(&c->pdl);
+	c->max_txns = 256;
+	c->max_rx_txns = 256;
+}
+
+static uint32_t ceil_div(uint32_t a, uint32_t b) { return a / b + (a % b != 0); }
+static int pow2(uint32_t x) { return x && !(x & (x - 1)); }
+
+static int engine_cfg_ok(const struct fc_txn_engine_cfg *c)
+{
+	uint32_t tx_max, rx_max;
+
+	if (!c->max_conns || c->max_conns > TBL_MAX || !c->mtu_bytes ||
+	    c->mtu_bytes > FC_FALCON_PUSH_MAX || !c->tx_cell_bytes || !c->rx_cell_bytes)
+		return 0;
+	tx_max = ceil_div(c->mtu_bytes, c->tx_cell_bytes);
+	rx_max = ceil_div(c->mtu_bytes, c->rx_cell_bytes);
+	for (int i = 0; i < FC_TXN_RES_COUNT; i++)
+		if (!c->cap[i] || c->cap[i] > POOL_MAX)
+			return 0;
+	/* one transaction of each kind must fit its regions at all */
+	if (c->cap[FC_TXN_REQ_BUF_TX] < tx_max || c->cap[FC_TXN_DATA_BUF_TX] < tx_max ||
+	    c->cap[FC_TXN_REQ_BUF_RX] < rx_max || c->cap[FC_TXN_NET_BUF_RX] < rx_max)
+		return 0;
+	if (c->dbg & FC_TXN_DBG_NO_RED)
+		return 1;
+	/* CR#3: the red zone holds one head-of-line request of the largest size */
+	return c->red_pkts >= 1 && c->red_pkts < c->cap[FC_TXN_NET_PKT_RX] &&
+	       c->red_cells >= rx_max && c->red_cells < c->cap[FC_TXN_NET_BUF_RX];
+}
+
+/* ------------------------------------------------------------------------ */
+/* resource accounting (8.2.2 - 8.2.4)                                        */
+
+static int is_net(int i) { return i == FC_TXN_NET_PKT_RX || i == FC_TXN_NET_BUF_RX; }
+
+/* Host counter resource i draws from. FC_TXN_DBG_SHARED_RX merges the network-request
+ * region into the ULP-request region (CR#1 broken, for the tests). */
+static int gidx(const struct fc_txn_engine *e, int i)
+{
+	if (!(e->cfg.dbg & FC_TXN_DBG_SHARED_RX) || !is_net(i))
+		return i;
+	return i == FC_TXN_NET_PKT_RX ? FC_TXN_REQ_PKT_RX : FC_TXN_REQ_BUF_RX;
+}
+
+static uint32_t red_of(const struct fc_txn_engine *e, int i)
+{
+	if (!is_net(i) || (e->cfg.dbg & FC_TXN_DBG_NO_RED))
+		return 0;
+	return i == FC_TXN_NET_PKT_RX ? e->cfg.red_pkts : e->cfg.red_cells;
+}
+
+static uint32_t conn_limit(const struct fc_txn *t, int i)
+{
+	if (t->cfg.mn && i < FC_TXN_ULP_CREDITS)
+		return 0; /* M:N: no per-connection credits (8.2.3) */
+	return t->cfg.limit[i];
+}
+
+/* May t take need? A head-of-line network request (hol) may use the red zone and is not
+ * held to the function's and connection's network limits: CR#3 and the UR rule say it
+ * must always get in when the host has room. */
+static int res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
+{
+	const struct fc_txn_engine *e = t->e;
+
+	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
+		int g = gidx(e, i), bypass = hol && is_net(i);
+		uint64_t lim = e->cap[g], fl = e->cfg.fn_limit[t->cfg.fn][i], cl = conn_limit(t, i);
+
+		if (!need[i])
+			continue;
+		if (!bypass)
+			lim -= red_of(e, i);
+		if ((uint64_t)e->used[g] + need[i] > lim)
+			return 0;
+		if (bypass)
+			continue;
+		if (fl && (uint64_t)e->fn_used[t->cfg.fn][i] + need[i] > fl)
+			return 0;
+		if (cl && (uint64_t)t->used[i] + need[i] > cl)
+			return 0;
+	}
+	return 1;
+}
+
+static void res_add(struct fc_txn *t, const uint32_t *need)
+{
+	struct fc_txn_engine *e = t->e;
+
+	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
+		t->used[i] += need[i];
+		e->fn_used[t->cfg.fn][i] += need[i];
+		e->used[gidx(e, i)] += need[i];
+	}
+}
+
+static void res_sub(struct fc_txn *t, const uint32_t *n)
+{
+	struct fc_txn_engine *e = t->e;
+
+	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
+		t->used[i] -= n[i];
+		e->fn_used[t->cfg.fn][i] -= n[i];
+		e->used[gidx(e, i)] -= n[i];
+	}
+	e->released = 1;
+}
+
+/* 8.2.3 table: what a push / pull takes from the ULP's credits. */
+static void ini_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len,
+		     uint32_t resp_len, uint32_t *need)
+{
+	memset(need, 0, FC_TXN_RES_COUNT * sizeof(*need));
+	need[FC_TXN_REQ_PKT_TX] = 1;
+	need[FC_TXN_REQ_PKT_RX] = 1;
+	if (kind == FC_TXN_PUSH) {
+		need[FC_TXN_REQ_BUF_TX] = ceil_div(len, e->cfg.tx_cell_bytes);
+	} else {
+		/* the request itself: 1 (more when its headers exceed a cell) */
+		need[FC_TXN_REQ_BUF_TX] = len ? ceil_div(len, e->cfg.tx_cell_bytes) : 1;
+		need[FC_TXN_REQ_BUF_RX] = ceil_div(resp_len, e->cfg.rx_cell_bytes);
+	}
+}
+
+/* 8.2.4 table: what a received request takes from the network-request region. */
+static void net_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len, uint32_t *need)
+{
+	memset(need, 0, FC_TXN_RES_COUNT * sizeof(*need));
+	need[FC_TXN_NET_PKT_RX] = 1;
+	need[FC_TXN_NET_BUF_RX] = ceil_div(len, e->cfg.rx_cell_bytes);
+	if (kind == FC_TXN_PULL && !need[FC_TXN_NET_BUF_RX])
+		need[FC_TXN_NET_BUF_RX] = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rx cells                                                                  */
+
+/* A chain of n cells; the accounting above guarantees they exist. */
+static uint32_t cells_get(struct fc_txn_engine *e, uint32_t n)
+{
+	uint32_t head = NONE;
+
+	if (n > e->cells_free)
+		return NONE; /* cannot happen: regions never exceed the arena */
+	while (n--) {
+		uint32_t c = e->cell_free;
+
+		e->cell_free = e->cell_next[c];
+		e->cell_next[c] = head;
+		head = c;
+		e->cells_free--;
+	}
+	return head;
+}
+
+static void cells_put(struct fc_txn_engine *e, uint32_t head)
+{
+	while (head != NONE) {
+		uint32_t n = e->cell_next[head];
+
+		e->cell_next[head] = e->cell_free;
+		e->cell_free = head;
+		e->cells_free++;
+		head = n;
+	}
+}
+
+static void cells_copy_in(struct fc_txn_engine *e, uint32_t c, const uint8_t *src, uint32_t len)
+{
+	uint32_t cell = e->cfg.rx_cell_bytes;
+
+	for (uint32_t off = 0; off < len && c != NONE; c = e->cell_next[c]) {
+		uint32_t k = len - off < cell ? len - off : cell;
+
+		memcpy(e->cellmem + (size_t)c * cell, src + off, k);
+		off += k;
+	}
+}
+
+static void cells_gather(const struct fc_txn_engine *e, uint32_t c, uint8_t *dst, uint32_t len)
+{
+	uint32_t cell = e->cfg.rx_cell_bytes;
+
+	for (uint32_t off = 0; off < len && c != NONE; c = e->cell_next[c]) {
+		uint32_t k = len - off < cell ? len - off : cell;
+
+		memcpy(dst + off, e->cellmem + (size_t)c * cell, k);
+		off += k;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tx packet contexts and the scheduler queues                                */
+
+static uint32_t txp_get(struct fc_txn_engine *e)
+{
+	uint32_t i = e->txp_free;
+
+	if (i != NONE)
+		e->txp_free = e->txp[i].next;
+	return i;
+}
+
+static enum fc_win_id win_of(uint8_t type)
+{
+	return type == FC_PKT_PULL_REQ ? FC_WIN_REQ : FC_WIN_DATA;
+}
+
+/* Give back what context idx holds (8.2.3: credits return when resources are freed). */
+static void txp_release(struct fc_txn *t, uint32_t idx)
+{
+	struct fc_txn_engine *e = t->e;
+	struct txpkt *k = &e->txp[idx];
+	uint32_t n[FC_TXN_RES_COUNT] = {0};
+	int data = k->type == FC_PKT_PULL_DATA;
+
+	n[data ? FC_TXN_DATA_PKT_TX : FC_TXN_REQ_PKT_TX] = 1;
+	n[data ? FC_TXN_DATA_BUF_TX : FC_TXN_REQ_BUF_TX] = k->cells;
+	res_sub(t, n);
+	k->where = TXP_FREE;
+	k->conn = NULL;
+	k->next = e->txp_free;
+	e->txp_free = idx;
+}
+
+static void q_append(struct fc_txn *t, int qi, uint32_t idx)
+{
+	struct txpkt *x = t->e->txp;
+	struct txq *q = &t->q[qi];
+
+	x[idx].prev = q->tail;
+	x[idx].next = NONE;
+	if (q->tail != NONE)
+		x[q->tail].next = idx;
+	else
+		q->head = idx;
+	q->tail = idx;
+	q->len++;
+	x[idx].where = TXP_QUEUED;
+}
+
+static void q_unlink(struct fc_txn *t, int qi, uint32_t idx)
+{
+	struct txpkt *x = t->e->txp;
+	struct txq *q = &t->q[qi];
+
+	if (x[idx].prev != NONE)
+		x[x[idx].prev].next = x[idx].next;
+	else
+		q->head = x[idx].next;
+	if (x[idx].next != NONE)
+		x[x[idx].next].prev = x[idx].prev;
+	else
+		q->tail = x[idx].prev;
+	q->len--;
+}
+
+/* The queue a context sits on: Pull Data on its own (CR#2) unless broken on purpose. */
+static int queue_of(const struct fc_txn *t, uint8_t type)
+{
+	if (type == FC_PKT_PULL_DATA && !(t->e->cfg.dbg & FC_TXN_DBG_SHARED_TXQ))
+		return Q_DATA;
+	return Q_REQ;
+}
+
+/* Take a context off its queue and free it (never reached the PDL). */
+static void txp_drop_queued(struct fc_txn *t, uint32_t idx)
+{
+	q_unlink(t, queue_of(t, t->e->txp[idx].type), idx);
+	txp_release(t, idx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* deferred PDL calls                                                        */
+
+static void do_action(struct fc_txn *t, const struct action *a)
+{
+	int rc;
+
+	if (a->ack)
+		rc = fc_pdl_ulp_ack(t->pdl, a->psn, a->now_ns);
+	else
+		rc = fc_pdl_ulp_nack(t->pdl, FC_WIN_DATA, a->psn, a->code, a->rnr, a->ulp, a->now_ns);
+	if (rc)
+		t->cnt.deferred_lost++; /* NACK queue full: the initiator retransmits */
+}
+
+/* ACK (ack = 1) or NACK Push Data psn now, or when the PDL returns to us. */
+static void pdl_answer(struct fc_txn *t, uint32_t psn, int ack, uint8_t code, uint8_t rnr,
+		       uint8_t ulp)
+{
+	struct action a = { .now_ns = t->now_ns, .psn = psn, .ack = (uint8_t)ack, .code = code,
+			    .rnr = rnr, .ulp = ulp };
+
+	if (t->dead)
+		return;
+	if (!t->in_pdl || t->nact == t->act_cap) {
+		do_action(t, &a);
+		return;
+	}
+	t->act[t->nact++] = a;
+}
+
+static void conn_finish(struct fc_txn *t)
+{
+	if (t->in_pdl)
+		return;
+	for (uint32_t i = 0; i < t->nact && !t->dead; i++)
+		do_action(t, &t->act[i]);
+	t->nact = 0;
+}
+
+/* Tell connections that saw -EAGAIN that resources came back (8.2.3). */
+static void engine_flush(struct fc_txn_engine *e)
+{
+	if (e->flushing)
+		return;
+	e->flushing = 1;
+	for (int round = 0; round < 2 && e->released; round++) {
+		e->released = 0;
+		for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
+			struct fc_txn *t = e->conn[i];
+
+			if (!t || !t->want_credits)
+				continue;
+			t->want_credits = 0;
+			if (t->ops->credits)
+				t->ops->credits(t->ctx, t);
+		}
+	}
+	e->flushing = 0;
+}
+
+static void set_now(struct fc_txn *t, uint64_t now)
+{
+	if (now > t->now_ns)
+		t->now_ns = now;
+}
+
+/* ------------------------------------------------------------------------ */
+/* initiator: completions (8.4.2)                                             */
+
+static struct islot *islot(const struct fc_txn *t, uint32_t rsn) { return &t->is[rsn & t->imask]; }
+
+static struct islot *ifind(const struct fc_txn *t, uint32_t rsn)
+{
+	struct islot *s = islot(t, rsn);
+
+	return s->used && s->rsn == rsn ? s : NULL;
+}
+
+/* BRSN: the oldest transaction not yet completed (8.4.1). */
+static void ini_advance(struct fc_txn *t)
+{
+	while (t->brsn != t->nrsn && !islot(t, t->brsn)->used)
+		t->brsn++;
+}
+
+static void make_ready(struct fc_txn *t, struct islot *s, uint8_t code)
+{
+	s->code = code;
+	s->ready = 1;
+	t->iready++;
+}
+
+/* Detach s from its Tx context: a queued one is freed, one in the PDL is left to its
+ * tx_done (the PDL may still send it; section 11: the PDL reclaims it). */
+static void ini_detach(struct fc_txn *t, struct islot *s)
+{
+	if (s->txp != NONE && t->e->txp[s->txp].where == TXP_QUEUED)
+		txp_drop_queued(t, s->txp);
+	s->txp = NONE;
+}
+
+static void ini_fail(struct fc_txn *t, struct islot *s, uint8_t code)
+{
+	ini_detach(t, s);
+	make_ready(t, s, code);
+}
+
+/* Complete s to the ULP with data (NULL: its stored bytes) and free it. */
+static void ini_complete(struct fc_txn *t, struct islot *s, const uint8_t *data)
+{
+	uint32_t n[FC_TXN_RES_COUNT] = {0};
+	struct fc_txn_cmpl c = { .cookie = s->cookie, .rsn = s->rsn, .kind = s->kind,
+				 .code = s->code, .ulp_code = s->ulp_code };
+
+	if (s->kind == FC_TXN_PULL && s->code == FC_CMPL_ACK) {
+		if (!data && s->stored) {
+			cells_gather(t->e, s->cells, t->iscratch, s->len);
+			data = t->iscratch;
+		}
+		c.data = data;
+		c.len = s->len;
+	}
+	if (s->ready)
+		t->iready--;
+	ini_detach(t, s);
+	n[FC_TXN_REQ_PKT_RX] = 1;
+	n[FC_TXN_REQ_BUF_RX] = s->rx_cells;
+	res_sub(t, n);
+	cells_put(t->e, s->cells);
+	s->cells = NONE;
+	s->state = s->kind == FC_TXN_PUSH ? FC_TXN_PUSH_CPL_TX : FC_TXN_PULL_DATA_ULP_TX;
+	s->used = 0;
+	s->ready = 0;
+	ini_advance(t);
+	t->cnt.cmpl[c.code & 15]++;
+	t->ops->complete(t->ctx, t, &c);
+}
+
+/* Hand out every completion whose turn it is: on ordered connections only the one at
+ * BRSN, again and again (8.4.2); on unordered ones any. */
+static void ini_drain(struct fc_txn *t)
+{
+	if (t->completing)
+		return;
+	t->completing = 1;
+	while (t->iready) {
+		struct islot *s = NULL;
+
+		ini_advance(t);
+		if (t->ordered) {
+			if (t->brsn != t->nrsn && islot(t, t->brsn)->ready)
+				s = islot(t, t->brsn);
+		} else {
+			for (uint32_t r = t->brsn; r != t->nrsn && !s; r++)
+				if (islot(t, r)->used && islot(t, r)->ready)
+					s = islot(t, r);
+		}
+		if (!s)
+			break;
+		ini_complete(t, s, NULL);
+	}
+	t->completing = 0;
+}
+
+static uint8_t cmpl_of(enum fc_tx_status st, uint8_t nack_code)
+{
+	switch (st) {
+	case FC_TX_ACKED:
+		return FC_CMPL_ACK;
+	case FC_TX_NACKED:
+		switch (nack_code) {
+		case FC_NACK_CIE: return FC_CMPL_TARGET_NACK_CIE;
+		case FC_NACK_NRE: return FC_CMPL_TARGET_NACK_NRE;
+		case FC_NACK_INVALID_CID: return FC_CMPL_TARGET_NACK_CID;
+		default: return FC_CMPL_REMOTE_ERR; /* remote xLR drop */
+		}
+	case FC_TX_RETX_EXHAUSTED:
+		return FC_CMPL_LOCAL_TO; /* section 11 note 1 */
+	default:
+		return FC_CMPL_DEAD_CONN;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* initiator: transactions from the ULP (8.4.3.1, 8.4.3.3)                     */
+
+static int reject_mn(struct fc_txn *t, uint8_t kind, uint64_t cookie)
+{
+	struct fc_txn_cmpl c = { .cookie = cookie, .kind = kind, .code = FC_CMPL_LOCAL_RSRC,
+				 .rejected = 1 };
+
+	t->cnt.mn_rejected++;
+	t->cnt.cmpl[FC_CMPL_LOCAL_RSRC]++;
+	t->ops->complete(t->ctx, t, &c);
+	return FC_TXN_REJECTED;
+}
+
+static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t len,
+		      uint32_t resp_len, uint64_t cookie, uint64_t now, uint32_t *rsn_out)
+{
+	struct fc_txn_engine *e = t->e;
+	uint32_t need[FC_TXN_RES_COUNT], rsn = t->nrsn, k;
+	struct islot *s;
+	struct txpkt *x;
+
+	if (t->dead)
+		return -EPIPE;
+	if (len > e->cfg.mtu_bytes || resp_len > e->cfg.mtu_bytes)
+		return -EMSGSIZE;
+	if (len && !data)
+		return -EINVAL;
+	set_now(t, now);
+	ini_need(e, kind, len, resp_len, need);
+	if (t->nrsn - t->brsn > t->imask || !res_fits(t, need, 0)) {
+		if (t->cfg.mn)
+			return reject_mn(t, kind, cookie);
+		t->want_credits = 1;
+		t->cnt.submit_eagain++;
+		return -EAGAIN;
+	}
+	res_add(t, need);
+	k = txp_get(e); /* exists: the Tx regions bound the contexts in use */
+	x = &e->txp[k];
+	x->conn = t;
+	x->type = kind == FC_TXN_PUSH ? FC_PKT_PUSH_DATA : FC_PKT_PULL_REQ;
+	x->rsn = rsn;
+	x->len = len;
+	x->resp_len = resp_len;
+	x->cells = need[FC_TXN_REQ_BUF_TX];
+	if (len)
+		memcpy(x->buf, data, len);
+	s = islot(t, rsn);
+	*s = (struct islot){
+		.cookie = cookie, .rsn = rsn, .txp = k, .resp_len = resp_len, .used = 1,
+		.kind = kind, .rx_cells = need[FC_TXN_REQ_BUF_RX],
+		.cells = cells_get(e, need[FC_TXN_REQ_BUF_RX]),
+		.deadline_ns = e->cfg.txn_timeout_ns ? now + e->cfg.txn_timeout_ns : UINT64_MAX,
+		.state = kind == FC_TXN_PUSH ? FC_TXN_PUSH_REQ_ULP_RX : FC_TXN_PULL_REQ_ULP_RX,
+	};
+	q_append(t, Q_REQ, k);
+	t->nrsn++;
+	if (kind == FC_TXN_PUSH)
+		t->cnt.push_ulp++;
+	else
+		t->cnt.pull_ulp++;
+	if (rsn_out)
+		*rsn_out = rsn;
+	return 0;
+}
+
+int fc_txn_push(struct fc_txn *t, const void *data, uint32_t len, uint64_t cookie,
+		uint64_t now_ns, uint32_t *rsn)
+{
+	return ini_submit(t, FC_TXN_PUSH, data, len, 0, cookie, now_ns, rsn);
+}
+
+int fc_txn_pull(struct fc_txn *t, const void *req, uint32_t len, uint32_t resp_len,
+		uint64_t cookie, uint64_t now_ns, uint32_t *rsn)
+{
+	return ini_submit(t, FC_TXN_PULL, req, len, resp_len, cookie, now_ns, rsn);
+}
+
+void fc_txn_credits(const struct fc_txn *t, uint32_t credits[FC_TXN_ULP_CREDITS])
+{
+	for (int i = 0; i < FC_TXN_ULP_CREDITS; i++) {
+		uint32_t lim = conn_limit(t, i);
+
+		credits[i] = lim ? lim - t->used[i] : UINT32_MAX;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* initiator: what the PDL tells us                                           */
+
+/* Our Push Data or Pull Request was released (8.4.3.1, 8.4.3.3, section 11). */
+static void ini_tx_done(struct fc_txn *t, uint32_t idx, uint32_t rsn, uint8_t type,
+			enum fc_tx_status st, uint8_t code)
+{
+	struct islot *s = ifind(t, rsn);
+
+	if (!s || s->txp != idx)
+		return; /* completed meanwhile (timeout, Pull Data first) */
+	s->txp = NONE;
+	if (s->ready)
+		return;
+	if (st == FC_TX_ACKED && type == FC_PKT_PULL_REQ) {
+		s->state = FC_TXN_PULL_REQ_ACKD;
+		return;
+	}
+	if (st == FC_TX_ACKED)
+		s->state = FC_TXN_PUSH_DATA_ACKD;
+	make_ready(t, s, cmpl_of(st, code));
+	ini_drain(t);
+}
+
+/* Pull Data for us (8.4.3.2). */
+static void ini_pull_data(struct fc_txn *t, const struct fc_pdl_rx_pkt *p)
+{
+	struct islot *s = ifind(t, p->rsn);
+
+	if (!s || s->kind != FC_TXN_PULL || s->ready ||
+	    (s->state != FC_TXN_PULL_REQ_TX && s->state != FC_TXN_PULL_REQ_ACKD)) {
+		t->cnt.pull_data_unmatched++; /* no outstanding request: discard */
+		return;
+	}
+	s->state = FC_TXN_PULL_DATA_RX;
+	ini_detach(t, s); /* the request evidently arrived; its ACK may still be on the way */
+	if (p->len > s->resp_len) {
+		/* section 11: longer than requested -> kCmplOpErr (note 2: shorter is fine) */
+		t->cnt.pull_data_long++;
+		make_ready(t, s, FC_CMPL_OP_ERR);
+	} else {
+		s->len = p->len;
+		s->code = !p->len && s->resp_len ? FC_CMPL_TARGET_NACK_CIE : FC_CMPL_ACK; /* 8.5.3.5 */
+		if (!t->completing && (!t->ordered || p->rsn == t->brsn)) {
+			ini_complete(t, s, p->payload);
+		} else {
+			cells_copy_in(t->e, s->cells, p->payload, p->len);
+			s->stored = 1;
+			make_ready(t, s, s->code);
+		}
+	}
+	ini_drain(t);
+}
+
+/* The target gave up on its Pull Data for our request (a Resync of Pull Data). */
+static void ini_resync(struct fc_txn *t, const struct fc_pdl_rx_pkt *p)
+{
+	struct islot *s = ifind(t, p->rsn);
+
+	t->cnt.resync_rx++;
+	if (!s || s->kind != FC_TXN_PULL || s->ready)
+		return;
+	ini_fail(t, s, FC_CMPL_REMOTE_ERR);
+	ini_drain(t);
+}
+
+/* Transaction timeouts (section 11, kCmplLocalTO). Deadlines grow with the RSN. */
+static void ini_timeouts(struct fc_txn *t, uint64_t now)
+{
+	for (uint32_t r = t->brsn; r != t->nrsn; r++) {
+		struct islot *s = islot(t, r);
+
+		if (!s->used || s->ready)
+			continue;
+		if (s->deadline_ns > now)
+			break;
+		t->cnt.timeouts++;
+		ini_fail(t, s, FC_CMPL_LOCAL_TO);
+	}
+	ini_drain(t);
+}
+
+static uint64_t ini_deadline(const struct fc_txn *t)
+{
+	for (uint32_t r = t->brsn; r != t->nrsn; r++) {
+		const struct islot *s = islot(t, r);
+
+		if (s->used && !s->ready)
+			return s->deadline_ns;
+	}
+	return UINT64_MAX;
+}
+
+/* ------------------------------------------------------------------------ */
+/* target: delivery in RSN order (8.5.2)                                      */
+
+static struct tslot *tslot(const struct fc_txn *t, uint32_t rsn) { return &t->ts[rsn & t->tmask]; }
+
+/* Does s stand for a transaction? The terminal states stay readable (fc_txn_tstate)
+ * until the slot is taken again. */
+static int tbusy(const struct tslot *s)
+{
+	return s->state != FC_TXN_T_FREE && s->state != FC_TXN_PUSH_REQ_ULP_ACKD &&
+	       s->state != FC_TXN_PULL_DATA_ACKD;
+}
+
+static struct tslot *tfind(const struct fc_txn *t, uint32_t rsn)
+{
+	struct tslot *s = tslot(t, rsn);
+
+	return tbusy(s) && s->rsn == rsn ? s : NULL;
+}
+
+/* Give back the network-request resources of s (8.2.4). */
+static void tgt_release(struct fc_txn *t, struct tslot *s)
+{
+	uint32_t n[FC_TXN_RES_COUNT] = {0};
+
+	if (!s->has_res)
+		return;
+	n[FC_TXN_NET_PKT_RX] = 1;
+	n[FC_TXN_NET_BUF_RX] = s->ncells;
+	res_sub(t, n);
+	cells_put(t->e, s->cells);
+	s->cells = NONE;
+	s->has_res = 0;
+	s->stored = 0;
+}
+
+/* Hand s to the ULP; data NULL: its stored bytes. */
+static void tgt_deliver(struct fc_txn *t, struct tslot *s, const uint8_t *data)
+{
+	struct fc_txn_req r = { .kind = s->kind, .rsn = s->rsn, .len = s->len,
+				.resp_len = s->resp_len, .redelivery = s->redeliveries };
+
+	if (!data && s->len) {
+		cells_gather(t->e, s->cells, t->tscratch, s->len);
+		data = t->tscratch;
+	}
+	r.data = data;
+	s->state = s->kind == FC_TXN_PUSH ? FC_TXN_PUSH_REQ_ULP_TX : FC_TXN_PULL_REQ_ULP_TX;
+	if (t->ordered)
+		t->awaiting++;
+	else if (!fc_sn_lt(s->rsn, t->t_nrsn))
+		t->t_nrsn = s->rsn + 1;
+	t->ops->request(t->ctx, t, &r);
+}
+
+/* Ordered: deliver from NRSN on while each request is answered before the next. cur is
+ * the request being admitted, whose bytes are cur_data and not stored. */
+static void tgt_deliver_ready(struct fc_txn *t, const struct tslot *cur, const uint8_t *cur_data)
+{
+	if (t->delivering || !t->ordered)
+		return;
+	t->delivering = 1;
+	while (!t->awaiting && !t->dead) {
+		struct tslot *s = tslot(t, t->t_nrsn);
+
+		if (!tbusy(s) || s->rsn != t->t_nrsn)
+			break;
+		if (s->state == FC_TXN_T_SKIPPED) { /* resynced by the initiator */
+			s->state = FC_TXN_T_FREE;
+			t->t_nrsn++;
+			continue;
+		}
+		if ((s->state != FC_TXN_PUSH_DATA_RX && s->state != FC_TXN_PULL_REQ_RX) ||
+		    (!s->stored && s != cur && s->len))
+			break;
+		t->t_nrsn++;
+		tgt_deliver(t, s, s->stored ? NULL : cur_data);
+	}
+	t->delivering = 0;
+}
+
+/* Refuse the packet being delivered by the PDL with a NACK (9.1.7). */
+static int refuse(struct fc_pdl_nack *nack, uint8_t code, uint8_t rnr, uint8_t ulp, uint64_t *cnt)
+{
+	nack->code = code;
+	nack->rnr_timeout = rnr;
+	nack->ulp_code = ulp;
+	(*cnt)++;
+	return 1;
+}
+
+/* Refuse a request for lack of resources (8.5.3.1, 8.5.3.3; section 11: resource drop
+ * NACK). The initiator's PDL retransmits it by its timer while its RUE shrinks ncwnd. */
+static int refuse_rsrc(uint8_t kind, struct fc_pdl_nack *nack, uint64_t *cnt)
+{
+	(void)kind;
+	return refuse(nack, FC_NACK_RESOURCE, 0, 0, cnt);
+}
+
+/* An RSN that cannot be ours to receive (below NRSN, no record): a peer's bug. A push
+ * completes in error at its initiator instead of hanging there. */
+static int bad_rsn(struct fc_txn *t, uint8_t kind, struct fc_pdl_nack *nack)
+{
+	if (kind == FC_TXN_PULL) {
+		t->cnt.bad_rsn++;
+		return 0; /* acknowledged and dropped: the initiator times out */
+	}
+	return refuse(nack, FC_NACK_CIE, 0, 0, &t->cnt.bad_rsn);
+}
+
+/* Push Data or Pull Request from the network (8.5.3.1, 8.5.3.3). Returns the PDL deliver
+ * verdict: 0 taken, 1 refused with *nack. */
+static int tgt_request(struct fc_txn *t, const struct fc_pdl_rx_pkt *p, struct fc_pdl_nack *nack)
+{
+	uint8_t kind = p->type == FC_PKT_PUSH_DATA ? FC_TXN_PUSH : FC_TXN_PULL;
+	uint32_t need[FC_TXN_RES_COUNT], r = p->rsn;
+	struct tslot *s = tslot(t, r);
+	int hol;
+
+	if (s->state == FC_TXN_T_NACKED && s->rsn == r) /* 6.6.5 step 6: the same NACK */
+		return kind == FC_TXN_PUSH ?
+			refuse(nack, s->nack_code, 0, s->ulp_code, &t->cnt.renack) :
+			bad_rsn(t, kind, nack);
+	if (t->ordered) {
+		if (fc_sn_lt(r, t->t_nrsn))
+			return bad_rsn(t, kind, nack);
+		if (t->rnr_block && kind == FC_TXN_PUSH && fc_sn_lt(t->rnr_rsn, r))
+			return refuse(nack, FC_NACK_RNR, t->rnr_code, 0, &t->cnt.auto_rnr);
+		if (r - t->t_nrsn > t->tmask)
+			return refuse_rsrc(kind, nack, &t->cnt.refused_slot);
+	}
+	if (tbusy(s))
+		return s->rsn == r ? bad_rsn(t, kind, nack) :
+		       refuse_rsrc(kind, nack, &t->cnt.refused_slot);
+	hol = t->ordered && r == t->t_nrsn;
+	net_need(t->e, kind, p->len, need);
+	if (!res_fits(t, need, hol))
+		return refuse_rsrc(kind, nack, &t->cnt.refused_rsrc);
+	if (hol && !res_fits(t, need, 0))
+		t->cnt.hol_red++; /* only the red zone let it in (8.2.4) */
+	res_add(t, need);
+	*s = (struct tslot){
+		.rsn = r, .psn = p->psn, .len = p->len, .kind = kind, .has_res = 1,
+		.resp_len = kind == FC_TXN_PULL ? p->req_len : 0, .txp = NONE,
+		.ncells = need[FC_TXN_NET_BUF_RX], .cells = cells_get(t->e, need[FC_TXN_NET_BUF_RX]),
+		.state = kind == FC_TXN_PUSH ? FC_TXN_PUSH_DATA_RX : FC_TXN_PULL_REQ_RX,
+		.redeliveries = t->rnr_block && r == t->rnr_rsn ? t->rnr_count : 0,
+	};
+	if (kind == FC_TXN_PUSH)
+		t->cnt.push_rx++;
+	else
+		t->cnt.pull_req_rx++;
+	/* a pull may be redelivered after an RNR: keep its bytes; so must a request that
+	 * waits for its turn */
+	if (kind == FC_TXN_PULL || (t->ordered && (r != t->t_nrsn || t->awaiting || t->delivering))) {
+		cells_copy_in(t->e, s->cells, p->payload, p->len);
+		s->stored = 1;
+		if (t->ordered && r != t->t_nrsn)
+			t->cnt.held++;
+	}
+	if (t->ordered)
+		tgt_deliver_ready(t, s, p->payload);
+	else
+		tgt_deliver(t, s, p->payload);
+	return 0;
+}
+
+/* A Resync for one of the initiator's requests (9.1.8, 6.6.5 step 8). */
+static void tgt_resync(struct fc_txn *t, const struct fc_pdl_rx_pkt *p)
+{
+	uint32_t r = p->rsn;
+	struct tslot *s = tslot(t, r);
+
+	t->cnt.resync_rx++;
+	if (tbusy(s) && s->rsn == r) {
+		if (s->state == FC_TXN_T_RNR_WAIT)
+			t->rnr_waiting--;
+		if (s->state == FC_TXN_T_NACKED) {
+			s->state = FC_TXN_T_FREE; /* the NACKed push is over */
+		} else if (s->state == FC_TXN_PUSH_DATA_RX || s->state == FC_TXN_PULL_REQ_RX ||
+			   s->state == FC_TXN_T_RNR_WAIT) {
+			tgt_release(t, s);
+			s->state = t->ordered ? FC_TXN_T_SKIPPED : FC_TXN_T_FREE;
+			t->cnt.skipped++;
+		}
+	} else if (t->ordered && !tbusy(s) && !fc_sn_lt(r, t->t_nrsn) &&
+		   r - t->t_nrsn <= t->tmask) {
+		/* never received and never coming: ordered delivery passes over it */
+		s->rsn = r;
+		s->state = FC_TXN_T_SKIPPED;
+		t->cnt.skipped++;
+	}
+	if (t->rnr_block && r == t->rnr_rsn)
+		t->rnr_block = 0;
+	tgt_deliver_ready(t, NULL, NULL);
+}
+
+/* Our Pull Data was released. */
+static void tgt_tx_done(struct fc_txn *t, uint32_t idx, uint32_t rsn)
+{
+	struct tslot *s = tfind(t, rsn);
+
+	if (!s || s->kind != FC_TXN_PULL || s->txp != idx)
+		return;
+	s->state = FC_TXN_PULL_DATA_ACKD; /* the transaction is over; the slot is free */
+}
+
+/* Pull RNR redeliveries due (8.5.3.4). */
+static void tgt_timers(struct fc_txn *t, uint64_t now)
+{
+	if (!t->rnr_waiting)
+		return;
+	for (uint32_t i = 0; i <= t->tmask && t->rnr_waiting; i++) {
+		struct tslot *s = &t->ts[i];
+
+		if (s->state != FC_TXN_T_RNR_WAIT || s->due_ns > now)
+			continue;
+		s->state = FC_TXN_PULL_REQ_RX;
+		t->rnr_waiting--;
+		t->cnt.pull_redeliver++;
+		if (!t->ordered)
+			tgt_deliver(t, s, NULL);
+	}
+	tgt_deliver_ready(t, NULL, NULL);
+}
+
+static uint64_t tgt_deadline(const struct fc_txn *t)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (!t->rnr_waiting)
+		return d;
+	for (uint32_t i = 0; i <= t->tmask; i++)
+		if (t->ts[i].state == FC_TXN_T_RNR_WAIT && t->ts[i].due_ns < d)
+			d = t->ts[i].due_ns;
+	return d;
+}
+
+/* ------------------------------------------------------------------------ */
+/* target: the ULP's answers (8.5.3.3 - 8.5.3.5)                               */
+
+static struct tslot *tgt_waiting(const struct fc_txn *t, uint32_t rsn)
+{
+	struct tslot *s = tfind(t, rsn);
+
+	if (!s || (s->state != FC_TXN_PUSH_REQ_ULP_TX && s->state != FC_TXN_PULL_REQ_ULP_TX))
+		return NULL;
+	return s;
+}
+
+/* Common part of every answer: the ordered delivery may go on; a final answer to the
+ * RNR'd request lifts the ordered RNR rule. */
+static void tgt_answered(struct fc_txn *t, const struct tslot *s, int final)
+{
+	if (t->ordered && t->awaiting)
+		t->awaiting--;
+	if (final && t->rnr_block && s->rsn == t->rnr_rsn)
+		t->rnr_block = 0;
+}
+
+static int ulp_enter(struct fc_txn *t, uint32_t rsn, uint64_t now, struct tslot **s)
+{
+	if (t->dead)
+		return -EPIPE;
+	set_now(t, now);
+	*s = tgt_waiting(t, rsn);
+	return *s ? 0 : -ENOENT;
+}
+
+static int ulp_leave(struct fc_txn *t)
+{
+	tgt_deliver_ready(t, NULL, NULL);
+	conn_finish(t);
+	engine_flush(t->e);
+	return 0;
+}
+
+int fc_txn_accept(struct fc_txn *t, uint32_t rsn, uint64_t now_ns)
+{
+	struct tslot *s;
+	int rc = ulp_enter(t, rsn, now_ns, &s);
+
+	if (rc)
+		return rc;
+	tgt_answered(t, s, 1);
+	tgt_release(t, s);
+	if (s->kind == FC_TXN_PUSH) {
+		pdl_answer(t, s->psn, 1, 0, 0, 0); /* 8.5.3.3: trigger the ACK */
+		s->state = FC_TXN_PUSH_REQ_ULP_ACKD; /* over; the slot is free */
+	} else {
+		s->state = FC_TXN_PULL_REQ_ULP_ACKD;
+	}
+	return ulp_leave(t);
+}
+
+/* Ordered RNR rule (8.5.3.4): later pushes are refused too until rsn is accepted; the
+ * ones already held are NACKed now (the held pulls wait for their turn). */
+static void rnr_later(struct fc_txn *t, uint32_t rsn)
+{
+	for (uint32_t d = 1; d <= t->tmask; d++) {
+		struct tslot *s = tslot(t, rsn + d);
+
+		if (s->state != FC_TXN_PUSH_DATA_RX || s->rsn != rsn + d)
+			continue;
+		tgt_release(t, s);
+		pdl_answer(t, s->psn, 0, FC_NACK_RNR, t->rnr_code, 0);
+		s->state = FC_TXN_T_FREE;
+		t->cnt.auto_rnr++;
+	}
+}
+
+int fc_txn_rnr(struct fc_txn *t, uint32_t rsn, uint8_t code, uint64_t now_ns)
+{
+	struct tslot *s;
+	int rc = ulp_enter(t, rsn, now_ns, &s);
+
+	if (rc)
+		return rc;
+	if (code > FC_NACK_RNR_TO_MASK)
+		return -EINVAL;
+	t->cnt.ulp_rnr++;
+	tgt_answered(t, s, 0);
+	if (s->kind == FC_TXN_PUSH) { /* the initiator retransmits it */
+		tgt_release(t, s);
+		pdl_answer(t, s->psn, 0, FC_NACK_RNR, code, 0);
+		s->state = FC_TXN_T_FREE;
+	} else {                      /* redelivered here (6.6.4) */
+		s->state = FC_TXN_T_RNR_WAIT;
+		s->due_ns = t->now_ns + fc_rnr_timeout_ns(code);
+		s->redeliveries++;
+		t->rnr_waiting++;
+	}
+	if (t->ordered) {
+		if (!t->rnr_block || t->rnr_rsn != rsn)
+			t->rnr_count = 0;
+		t->rnr_block = 1;
+		t->rnr_rsn = rsn;
+		t->rnr_code = code;
+		t->rnr_count++;
+		t->t_nrsn = rsn; /* delivered again before anything after it */
+		rnr_later(t, rsn);
+	}
+	return ulp_leave(t);
+}
+
+int fc_txn_nack(struct fc_txn *t, uint32_t rsn, uint8_t code, uint8_t ulp_code, uint64_t now_ns)
+{
+	struct tslot *s;
+	int rc = ulp_enter(t, rsn, now_ns, &s);
+
+	if (rc)
+		return rc;
+	if (s->kind == FC_TXN_PUSH ? code != FC_NACK_CIE && code != FC_NACK_NRE &&
+				     code != FC_NACK_INVALID_CID : code != FC_NACK_INVALID_CID)
+		return -EINVAL;
+	t->cnt.ulp_nack++;
+	tgt_answered(t, s, 1);
+	tgt_release(t, s);
+	if (s->kind == FC_TXN_PUSH) { /* 8.5.3.5: NACK now, again on retransmissions */
+		pdl_answer(t, s->psn, 0, code, 0, ulp_code);
+		s->state = FC_TXN_T_NACKED;
+		s->nack_code = code;
+		s->ulp_code = ulp_code;
+	} else {                      /* section 11: reclaim, no answer */
+		s->state = FC_TXN_T_FREE;
+	}
+	return ulp_leave(t);
+}
+
+int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t len,
+		     uint64_t now_ns)
+{
+	struct fc_txn_engine *e = t->e;
+	uint32_t need[FC_TXN_RES_COUNT] = {0}, k;
+	struct tslot *s = tfind(t, rsn);
+	struct txpkt *x;
+
+	if (t->dead)
+		return -EPIPE;
+	if (!s || s->kind != FC_TXN_PULL || s->state != FC_TXN_PULL_REQ_ULP_ACKD)
+		return -ENOENT;
+	if (len > s->resp_len)
+		return -EMSGSIZE;
+	if (len && !data)
+		return -EINVAL;
+	set_now(t, now_ns);
+	need[FC_TXN_DATA_PKT_TX] = 1;
+	need[FC_TXN_DATA_BUF_TX] = ceil_div(len, e->cfg.tx_cell_bytes);
+	if (!res_fits(t, need, 0)) {
+		t->want_credits = 1;
+		t->cnt.submit_eagain++;
+		return -EAGAIN;
+	}
+	res_add(t, need);
+	k = txp_get(e);
+	x = &e->txp[k];
+	x->conn = t;
+	x->type = FC_PKT_PULL_DATA;
+	x->rsn = rsn;
+	x->len = len;
+	x->resp_len = 0;
+	x->cells = need[FC_TXN_DATA_BUF_TX];
+	if (len)
+		memcpy(x->buf, data, len);
+	q_append(t, queue_of(t, FC_PKT_PULL_DATA), k);
+	s->state = FC_TXN_PULL_DATA_ULP_RX;
+	s->txp = k;
+	t->cnt.pull_data_ulp++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* PDL callbacks                                                             */
+
+static int on_deliver(void *ctx, const struct fc_pdl_rx_pkt *p, struct fc_pdl_nack *nack)
+{
+	struct fc_txn *t = ctx;
+
+	if (t->dead)
+		return 0;
+	switch (p->type) {
+	case FC_PKT_PUSH_DATA:
+	case FC_PKT_PULL_REQ:
+		return tgt_request(t, p, nack);
+	case FC_PKT_PULL_DATA:
+		ini_pull_data(t, p);
+		return 0;
+	case FC_PKT_RESYNC:
+		if (p->resync_pkt_type == FC_PKT_PULL_DATA)
+			ini_resync(t, p);
+		else
+			tgt_resync(t, p);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void on_tx_done(void *ctx, uint64_t cookie, uint32_t rsn, enum fc_tx_status st, uint8_t code)
+{
+	struct fc_txn *t = ctx;
+	struct fc_txn_engine *e = t->e;
+	uint32_t idx = (uint32_t)cookie;
+	uint8_t type;
+
+	if (cookie >= e->ntxp || e->txp[idx].where != TXP_PDL || e->txp[idx].conn != t)
+		return;
+	type = e->txp[idx].type;
+	if (type == FC_PKT_PUSH_DATA)
+		t->push_in_pdl--;
+	t->qmask &= (uint8_t)~(1u << win_of(type)); /* the PDL has room again */
+	txp_release(t, idx);
+	if (type == FC_PKT_PULL_DATA)
+		tgt_tx_done(t, idx, rsn);
+	else
+		ini_tx_done(t, idx, rsn, type, st, code);
+}
+
+/* A NACK for one of our packets: keep the ULP's code for the completion (8.4.3.5). RNR
+ * and resource NACKs are the PDL's business (8.4.3.4). */
+static void on_nack(void *ctx, uint32_t rsn, uint8_t pkt_type, uint8_t code, uint8_t ulp_code,
+		    uint64_t rnr_ns)
+{
+	struct fc_txn *t = ctx;
+	struct islot *s;
+
+	(void)rnr_ns;
+	if (pkt_type == FC_PKT_PULL_DATA)
+		return; /* our Pull Data: its RSN is the peer's, not one of our transactions */
+	s = ifind(t, rsn);
+	if (s && code != FC_NACK_RNR && code != FC_NACK_RESOURCE)
+		s->ulp_code = ulp_code;
+}
+
+/* The connection failed: every transaction completes with kCmplDeadConn (section 11),
+ * in RSN order, and every resource goes back. */
+static void conn_die(struct fc_txn *t, int reason)
+{
+	if (t->dead)
+		return;
+	for (uint32_t r = t->brsn; r != t->nrsn; r++) {
+		struct islot *s = islot(t, r);
+
+		if (s->used && !s->ready)
+			ini_fail(t, s, FC_CMPL_DEAD_CONN);
+	}
+	for (int qi = 0; qi < 2; qi++)
+		while (t->q[qi].head != NONE)
+			txp_drop_queued(t, t->q[qi].head);
+	for (uint32_t i = 0; i <= t->tmask; i++) {
+		tgt_release(t, &t->ts[i]);
+		t->ts[i].state = FC_TXN_T_FREE;
+	}
+	t->awaiting = t->rnr_waiting = 0;
+	t->rnr_block = 0;
+	t->nact = 0;
+	t->dead = 1;
+	ini_drain(t);
+	if (t->ops->dead)
+		t->ops->dead(t->ctx, t, reason);
+}
+
+static void on_fatal(void *ctx, int reason) { conn_die(ctx, reason); }
+
+static int on_cc_event(void *ctx, const struct fc_cc_event *ev, unsigned pred)
+{
+	struct fc_txn *t = ctx;
+
+	return t->cfg.cc_event(t->cfg.cc_ctx, ev, pred);
+}
+
+static void on_reroute(void *ctx, uint32_t path)
+{
+	struct fc_txn *t = ctx;
+
+	if (t->cfg.reroute)
+		t->cfg.reroute(t->cfg.cc_ctx, path);
+}
+
+static const struct fc_pdl_ops pdl_ops = {
+	.deliver = on_deliver, .tx_done = on_tx_done, .nack = on_nack, .fatal = on_fatal,
+	.reroute = on_reroute,
+};
+static const struct fc_pdl_ops pdl_ops_cc = {
+	.deliver = on_deliver, .tx_done = on_tx_done, .nack = on_nack, .fatal = on_fatal,
+	.reroute = on_reroute, .cc_event = on_cc_event,
+};
+
+/* ------------------------------------------------------------------------ */
+/* connection scheduler (8.3)                                                 */
+
+static uint32_t be32_at(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* Packets handed to the PDL and not yet sent once, per window. */
+static uint32_t unsent(const struct fc_txn *t, int w) { return t->next_psn[w] - t->sent_psn[w]; }
+
+/* Watch the PDL's output for first transmissions (a PSN not sent before). */
+static void note_sent(struct fc_txn *t, const uint8_t *b, int n)
+{
+	uint32_t type, psn;
+	int w;
+
+	if (n < (int)sizeof(struct fc_base_hdr))
+		return;
+	type = (be32_at(b + 4) >> FC_W1_PKT_TYPE_SHIFT) & FC_W1_PKT_TYPE_MASK;
+	if (type != FC_PKT_PULL_REQ && type != FC_PKT_PULL_DATA && type != FC_PKT_PUSH_DATA)
+		return;
+	w = win_of((uint8_t)type);
+	psn = be32_at(b + offsetof(struct fc_base_hdr, psn));
+	if (!fc_sn_lt(psn, t->sent_psn[w]) && fc_sn_lt(psn, t->next_psn[w]))
+		t->sent_psn[w] = psn + 1;
+}
+
+static uint32_t q_pick(const struct fc_txn *t, int qi)
+{
+	if (qi == Q_REQ && (t->e->cfg.dbg & FC_TXN_DBG_LIFO))
+		return t->q[qi].tail; /* UR broken on purpose: newest request first */
+	return t->q[qi].head;
+}
+
+/* May the packet at the head of queue qi go to the PDL now? Only when the PDL has sent
+ * everything it was given in that window (all windows when ordered: it keeps submission
+ * order), so the scheduler, not the PDL, decides what goes next; and a push only while
+ * the data window keeps room for Pull Data (CR#2). */
+static int q_ready(const struct fc_txn *t, int qi)
+{
+	uint32_t idx = q_pick(t, qi);
+	const struct txpkt *k;
+	int w;
+
+	if (idx == NONE)
+		return 0;
+	k = &t->e->txp[idx];
+	w = win_of(k->type);
+	if (t->qmask & (1u << w))
+		return 0;
+	if (t->ordered ? unsent(t, 0) || unsent(t, 1) : unsent(t, w))
+		return 0;
+	return k->type != FC_PKT_PUSH_DATA || t->push_in_pdl < t->push_max;
+}
+
+static int hand_to_pdl(struct fc_txn *t, int qi)
+{
+	uint32_t idx = q_pick(t, qi);
+	struct txpkt *k = &t->e->txp[idx];
+	struct fc_pdl_tx_req r = {
+		.type = k->type, .rsn = k->rsn, .payload = k->buf, .len = k->len, .cookie = idx,
+		.req_len = (uint16_t)k->resp_len,
+	};
+	int w = win_of(k->type), rc = fc_pdl_submit(t->pdl, &r);
+
+	if (rc) { /* -EAGAIN: ring full; masked until a release in that window */
+		t->qmask |= (uint8_t)(1u << w);
+		t->cnt.pdl_eagain++;
+		return rc;
+	}
+	q_unlink(t, qi, idx);
+	k->where = TXP_PDL;
+	t->next_psn[w]++;
+	if (k->type == FC_PKT_PULL_DATA) {
+		struct tslot *s = tfind(t, k->rsn);
+
+		if (s && s->txp == idx)
+			s->state = FC_TXN_PULL_DATA_TX;
+		return 0;
+	}
+	if (k->type == FC_PKT_PUSH_DATA)
+		t->push_in_pdl++;
+	islot(t, k->rsn)->state = k->type == FC_PKT_PUSH_DATA ? FC_TXN_PUSH_DATA_TX :
+				  FC_TXN_PULL_REQ_TX;
+	return 0;
+}
+
+/* Round robin between the two queues (8.3, first level). */
+static int feed(struct fc_txn *t)
+{
+	for (int j = 0; j < 2; j++) {
+		int qi = (t->q_rr + j) & 1;
+
+		if (q_ready(t, qi) && !hand_to_pdl(t, qi)) {
+			t->q_rr = (uint8_t)(qi ^ 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int pdl_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
+{
+	int n = fc_pdl_poll_tx(t->pdl, now, buf, cap);
+
+	if (n > 0)
+		note_sent(t, buf, n);
+	return n;
+}
+
+static int conn_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
+{
+	int n = pdl_poll(t, now, buf, cap);
+
+	for (int j = 0; n == 0 && j < 2 && feed(t); j++)
+		n = pdl_poll(t, now, buf, cap);
+	return n;
+}
+
+int fc_txn_engine_poll_tx(struct fc_txn_engine *e, uint64_t now, void *buf, size_t cap,
+			  struct fc_txn **from)
+{
+	uint32_t m = e->cfg.max_conns;
+
+	if (cap < FC_FALCON_HDR_MAX + (size_t)e->cfg.mtu_bytes)
+		return -FC_WIRE_ENOSPC;
+	for (uint32_t i = 0; i < m; i++) { /* round robin across connections (8.3) */
+		uint32_t c = (e->rr + i) % m;
+		struct fc_txn *t = e->conn[c];
+		int n;
+
+		if (!t || t->dead)
+			continue;
+		set_now(t, now);
+		n = conn_poll(t, now, buf, cap);
+		if (n > 0) {
+			e->rr = (c + 1) % m;
+			if (from)
+				*from = t;
+		}
+		if (n) {
+			engine_flush(e);
+			return n;
+		}
+	}
+	engine_flush(e);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* receive path and timers                                                    */
+
+static struct fc_txn *cid_lookup(const struct fc_txn_engine *e, uint32_t cid)
+{
+	uint32_t lo = 0, hi = e->ncids;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (e->cids[mid].cid == cid)
+			return e->cids[mid].t;
+		if (e->cids[mid].cid < cid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint64_t tx_ns,
+		     uint64_t now)
+{
+	struct fc_txn *t;
+	int rc;
+
+	if (!pkt || len < 4)
+		return -FC_WIRE_ETRUNC;
+	t = cid_lookup(e, be32_at(pkt) & FC_W0_CID_MASK);
+	if (!t) {
+		e->unknown_cid++;
+		return -ENOENT;
+	}
+	set_now(t, now);
+	t->in_pdl++;
+	rc = fc_pdl_rx(t->pdl, pkt, len, tx_ns, now);
+	t->in_pdl--;
+	conn_finish(t);
+	engine_flush(e);
+	return rc;
+}
+
+uint64_t fc_txn_engine_next_deadline(const struct fc_txn_engine *e)
+{
+	uint64_t d = UINT64_MAX;
+
+	for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
+		const struct fc_txn *t = e->conn[i];
+		uint64_t x;
+
+		if (!t || t->dead)
+			continue;
+		x = fc_pdl_next_deadline(t->pdl);
+		if (x < d)
+			d = x;
+		x = ini_deadline(t);
+		if (x < d)
+			d = x;
+		x = tgt_deadline(t);
+		if (x < d)
+			d = x;
+	}
+	return d;
+}
+
+void fc_txn_engine_on_timer(struct fc_txn_engine *e, uint64_t now)
+{
+	for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
+		struct fc_txn *t = e->conn[i];
+
+		if (!t || t->dead)
+			continue;
+		set_now(t, now);
+		if (fc_pdl_next_deadline(t->pdl) <= now) {
+			t->in_pdl++;
+			fc_pdl_on_timer(t->pdl, now);
+			t->in_pdl--;
+		}
+		if (!t->dead) {
+			ini_timeouts(t, now);
+			tgt_timers(t, now);
+		}
+		conn_finish(t);
+	}
+	engine_flush(e);
+}
+
+/* ------------------------------------------------------------------------ */
+/* engine and connection life                                                */
+
+struct fc_txn_engine *fc_txn_engine_new(const struct fc_txn_engine_cfg *cfg)
+{
+	struct fc_txn_engine *e;
+	uint32_t ntx, ncell;
+
+	if (!cfg || !engine_cfg_ok(cfg)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ntx = cfg->cap[FC_TXN_REQ_PKT_TX] + cfg->cap[FC_TXN_DATA_PKT_TX];
+	ncell = cfg->cap[FC_TXN_REQ_BUF_RX] + cfg->cap[FC_TXN_NET_BUF_RX];
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		goto nomem;
+	e->cfg = *cfg;
+	memcpy(e->cap, cfg->cap, sizeof(e->cap));
+	if (cfg->dbg & FC_TXN_DBG_SHARED_RX) {
+		e->cap[FC_TXN_REQ_PKT_RX] += cfg->cap[FC_TXN_NET_PKT_RX];
+		e->cap[FC_TXN_REQ_BUF_RX] += cfg->cap[FC_TXN_NET_BUF_RX];
+	}
+	e->txp = calloc(ntx, sizeof(*e->txp));
+	e->txmem = malloc((size_t)ntx * cfg->mtu_bytes);
+	e->cellmem = malloc((size_t)ncell * cfg->rx_cell_bytes);
+	e->cell_next = calloc(ncell, sizeof(*e->cell_next));
+	e->conn = calloc(cfg->max_conns, sizeof(*e->conn));
+	e->cids = calloc(cfg->max_conns, sizeof(*e->cids));
+	if (!e->txp || !e->txmem || !e->cellmem || !e->cell_next || !e->conn || !e->cids)
+		goto nomem;
+	e->ntxp = ntx;
+	e->txp_free = NONE;
+	for (uint32_t i = ntx; i-- > 0;) {
+		e->txp[i].buf = e->txmem + (size_t)i * cfg->mtu_bytes;
+		e->txp[i].next = e->txp_free;
+		e->txp_free = i;
+	}
+	e->ncells = ncell;
+	e->cell_free = NONE;
+	for (uint32_t i = ncell; i-- > 0;) {
+		e->cell_next[i] = e->cell_free;
+		e->cell_free = i;
+	}
+	e->cells_free = ncell;
+	return e;
+nomem:
+	fc_txn_engine_free(e);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void fc_txn_engine_free(struct fc_txn_engine *e)
+{
+	if (!e)
+		return;
+	for (uint32_t i = 0; e->conn && i < e->cfg.max_conns; i++)
+		fc_txn_conn_free(e->conn[i]);
+	free(e->txp);
+	free(e->txmem);
+	free(e->cellmem);
+	free(e->cell_next);
+	free(e->conn);
+	free(e->cids);
+	free(e);
+}
+
+static int conn_cfg_ok(const struct fc_txn_conn_cfg *c, const struct fc_txn_ops *ops)
+{
+	return ops && ops->complete && ops->request && pow2(c->max_txns) &&
+	       c->max_txns <= TBL_MAX && pow2(c->max_rx_txns) && c->max_rx_txns <= TBL_MAX &&
+	       c->fn < FC_TXN_MAX_FN;
+}
+
+static void conn_free_mem(struct fc_txn *t)
+{
+	fc_pdl_free(t->pdl);
+	free(t->is);
+	free(t->ts);
+	free(t->act);
+	free(t->iscratch);
+	free(t->tscratch);
+	free(t);
+}
+
+/* Insert t into the CID map (sorted). Returns 0 or -EEXIST. */
+static int cid_insert(struct fc_txn_engine *e, struct fc_txn *t)
+{
+	uint32_t cid = t->cfg.pdl.local_cid, i = 0;
+
+	while (i < e->ncids && e->cids[i].cid < cid)
+		i++;
+	if (i < e->ncids && e->cids[i].cid == cid)
+		return -EEXIST;
+	memmove(&e->cids[i + 1], &e->cids[i], (e->ncids - i) * sizeof(*e->cids));
+	e->cids[i] = (struct cid_ent){ .cid = cid, .t = t };
+	e->ncids++;
+	return 0;
+}
+
+static void cid_remove(struct fc_txn_engine *e, const struct fc_txn *t)
+{
+	for (uint32_t i = 0; i < e->ncids; i++)
+		if (e->cids[i].t == t) {
+			memmove(&e->cids[i], &e->cids[i + 1], (e->ncids - i - 1) * sizeof(*e->cids));
+			e->ncids--;
+			return;
+		}
+}
+
+static struct fc_txn *conn_alloc(struct fc_txn_engine *e, const struct fc_txn_conn_cfg *cfg)
+{
+	struct fc_txn *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->is = calloc(cfg->max_txns, sizeof(*t->is));
+	t->ts = calloc(cfg->max_rx_txns, sizeof(*t->ts));
+	t->act_cap = cfg->max_rx_txns + 1;
+	t->act = calloc(t->act_cap, sizeof(*t->act));
+	t->iscratch = malloc(e->cfg.mtu_bytes);
+	t->tscratch = malloc(e->cfg.mtu_bytes);
+	if (!t->is || !t->ts || !t->act || !t->iscratch || !t->tscratch) {
+		conn_free_mem(t);
+		return NULL;
+	}
+	return t;
+}
+
+struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn_cfg *cfg,
+			       const struct fc_txn_ops *ops, void *ctx)
+{
+	struct fc_txn *t;
+	uint32_t slot = 0;
+
+	if (!e || !cfg || !conn_cfg_ok(cfg, ops)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (cid_lookup(e, cfg->pdl.local_cid)) {
+		errno = EEXIST;
+		return NULL;
+	}
+	while (slot < e->cfg.max_conns && e->conn[slot])
+		slot++;
+	if (slot == e->cfg.max_conns) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	t = conn_alloc(e, cfg);
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->pdl = fc_pdl_new(&cfg->pdl, NULL, cfg->cc_event ? &pdl_ops_cc : &pdl_ops, t);
+	if (!t->pdl) {
+		int err = errno;
+
+		conn_free_mem(t);
+		errno = err;
+		return NULL;
+	}
+	t->e = e;
+	t->ops = ops;
+	t->ctx = ctx;
+	t->cfg = *cfg;
+	t->slot = slot;
+	t->ordered = cfg->pdl.ordered;
+	t->brsn = t->nrsn = cfg->rsn_tx;
+	t->t_nrsn = cfg->rsn_rx;
+	t->imask = cfg->max_txns - 1;
+	t->tmask = cfg->max_rx_txns - 1;
+	for (uint32_t i = 0; i <= t->tmask; i++)
+		t->ts[i].cells = NONE;
+	for (int i = 0; i < 2; i++) {
+		t->q[i].head = t->q[i].tail = NONE;
+		t->next_psn[i] = t->sent_psn[i] = cfg->pdl.tx_psn[i];
+	}
+	t->push_max = cfg->pdl_push_max ? cfg->pdl_push_max :
+		      (cfg->pdl.tx_window[FC_WIN_DATA] / 2 ? cfg->pdl.tx_window[FC_WIN_DATA] / 2 : 1);
+	cid_insert(e, t); /* cannot fail: looked up above */
+	e->conn[slot] = t;
+	return t;
+}
+
+void fc_txn_conn_free(struct fc_txn *t)
+{
+	struct fc_txn_engine *e;
+
+	if (!t)
+		return;
+	e = t->e;
+	fc_pdl_free(t->pdl); /* no more callbacks */
+	t->pdl = NULL;
+	for (uint32_t i = 0; i < e->ntxp; i++)
+		if (e->txp[i].where != TXP_FREE && e->txp[i].conn == t)
+			txp_release(t, i);
+	for (uint32_t i = 0; i <= t->imask; i++) {
+		struct islot *s = &t->is[i];
+		uint32_t n[FC_TXN_RES_COUNT] = {0};
+
+		if (!s->used)
+			continue;
+		n[FC_TXN_REQ_PKT_RX] = 1;
+		n[FC_TXN_REQ_BUF_RX] = s->rx_cells;
+		res_sub(t, n);
+		cells_put(e, s->cells);
+	}
+	for (uint32_t i = 0; i <= t->tmask; i++)
+		tgt_release(t, &t->ts[i]);
+	cid_remove(e, t);
+	e->conn[t->slot] = NULL;
+	conn_free_mem(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* inspection                                                                */
+
+struct fc_pdl *fc_txn_pdl(struct fc_txn *t) { return t->pdl; }
+void *fc_txn_ctx(const struct fc_txn *t) { return t->ctx; }
+uint32_t fc_txn_local_cid(const struct fc_txn *t) { return t->cfg.pdl.local_cid; }
+int fc_txn_is_dead(const struct fc_txn *t) { return t->dead; }
+const struct fc_txn_counters *fc_txn_counters(const struct fc_txn *t) { return &t->cnt; }
+uint32_t fc_txn_brsn(const struct fc_txn *t) { return t->brsn; }
+uint32_t fc_txn_nrsn(const struct fc_txn *t) { return t->nrsn; }
+uint32_t fc_txn_target_nrsn(const struct fc_txn *t) { return t->t_nrsn; }
+uint32_t fc_txn_used(const struct fc_txn *t, enum fc_txn_res r) { return t->used[r]; }
+uint32_t fc_txn_engine_used(const struct fc_txn_engine *e, enum fc_txn_res r) { return e->used[r]; }
+uint64_t fc_txn_engine_unknown_cid(const struct fc_txn_engine *e) { return e->unknown_cid; }
+
+/* 8.5.1: the oldest request delivered to the ULP and not answered, else NRSN. */
+uint32_t fc_txn_target_brsn(const struct fc_txn *t)
+{
+	uint32_t b = t->t_nrsn;
+
+	for (uint32_t i = 0; i <= t->tmask; i++) {
+		const struct tslot *s = &t->ts[i];
+
+		if ((s->state == FC_TXN_PUSH_REQ_ULP_TX || s->state == FC_TXN_PULL_REQ_ULP_TX) &&
+		    fc_sn_lt(s->rsn, b))
+			b = s->rsn;
+	}
+	return b;
+}
+
+/* A completed transaction keeps its last state until its slot is taken again. */
+enum fc_txn_istate fc_txn_istate(const struct fc_txn *t, uint32_t rsn)
+{
+	const struct islot *s = islot(t, rsn);
+
+	return s->rsn == rsn ? (enum fc_txn_istate)s->state : FC_TXN_I_FREE;
+}
+
+enum fc_txn_tstate fc_txn_tstate(const struct fc_txn *t, uint32_t rsn)
+{
+	const struct tslot *s = tslot(t, rsn);
+
+	return s->rsn == rsn ? (enum fc_txn_tstate)s->state : FC_TXN_T_FREE;
+}
