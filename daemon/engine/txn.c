@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rxbuf.h"
 #include "txn.h"
 #include "wire_err.h"
 #include "wire_falcon.h"
@@ -128,6 +129,9 @@ struct fc_txn_engine {
 	uint32_t ncids, rr;
 	int released, flushing;
 	uint64_t unknown_cid;
+	/* occupancy of the network-request Rx pools, as the ACKs report it (10.2) */
+	struct fc_rxbuf_cfg rxbuf_cfg;
+	struct fc_rxbuf rxbuf;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -237,6 +241,20 @@ static int res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
 	return 1;
 }
 
+/* The network-request pools changed: feed their EMA (spec 10.2); the quantized level
+ * goes out in the connection's next ACK or NACK. */
+static void rxbuf_note(struct fc_txn *t, const uint32_t *n)
+{
+	struct fc_txn_engine *e = t->e;
+
+	if (n[FC_TXN_NET_PKT_RX])
+		fc_rxbuf_update(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_PKT, e->used[FC_TXN_NET_PKT_RX]);
+	if (n[FC_TXN_NET_BUF_RX])
+		fc_rxbuf_update(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_BUF, e->used[FC_TXN_NET_BUF_RX]);
+	if (t->pdl) /* not while a connection is being torn down */
+		fc_pdl_set_rxbuf_level(t->pdl, (uint8_t)fc_rxbuf_level(&e->rxbuf, &e->rxbuf_cfg));
+}
+
 static void res_add(struct fc_txn *t, const uint32_t *need)
 {
 	struct fc_txn_engine *e = t->e;
@@ -246,6 +264,7 @@ static void res_add(struct fc_txn *t, const uint32_t *need)
 		e->fn_used[t->cfg.fn][i] += need[i];
 		e->used[gidx(e, i)] += need[i];
 	}
+	rxbuf_note(t, need);
 }
 
 static void res_sub(struct fc_txn *t, const uint32_t *n)
@@ -257,6 +276,7 @@ static void res_sub(struct fc_txn *t, const uint32_t *n)
 		e->fn_used[t->cfg.fn][i] -= n[i];
 		e->used[gidx(e, i)] -= n[i];
 	}
+	rxbuf_note(t, n);
 	e->released = 1;
 }
 
@@ -1501,6 +1521,7 @@ int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint6
 		return -ENOENT;
 	}
 	set_now(t, now);
+	fc_pdl_set_rxbuf_level(t->pdl, (uint8_t)fc_rxbuf_level(&e->rxbuf, &e->rxbuf_cfg));
 	t->in_pdl++;
 	rc = fc_pdl_rx(t->pdl, pkt, len, tx_ns, now);
 	t->in_pdl--;
@@ -1572,6 +1593,11 @@ struct fc_txn_engine *fc_txn_engine_new(const struct fc_txn_engine_cfg *cfg)
 	if (!e)
 		goto nomem;
 	e->cfg = *cfg;
+	fc_rxbuf_cfg_default(&e->rxbuf_cfg, cfg->cap[FC_TXN_NET_PKT_RX], cfg->cap[FC_TXN_NET_BUF_RX]);
+	if (cfg->rxbuf_alpha_q16)
+		e->rxbuf_cfg.alpha[FC_RXBUF_POOL_PKT] = e->rxbuf_cfg.alpha[FC_RXBUF_POOL_BUF] =
+			cfg->rxbuf_alpha_q16;
+	fc_rxbuf_init(&e->rxbuf);
 	memcpy(e->cap, cfg->cap, sizeof(e->cap));
 	if (cfg->dbg & FC_TXN_DBG_SHARED_RX) {
 		e->cap[FC_TXN_REQ_PKT_RX] += cfg->cap[FC_TXN_NET_PKT_RX];

@@ -138,6 +138,8 @@ struct fc_txn_engine_cfg {
 	uint32_t red_pkts, red_cells;
 	uint32_t fn_limit[FC_TXN_MAX_FN][FC_TXN_RES_COUNT]; /* per function; 0 = none */
 	uint64_t txn_timeout_ns;  /* initiator transaction timeout (section 11); 0 = none */
+	uint32_t rxbuf_alpha_q16; /* EMA constant of the network-request occupancy the ACKs
+				   * report (10.2), 65536 = 1 (instantaneous); 0 = rxbuf.h's default */
 	uint32_t dbg;             /* FC_TXN_DBG_*, tests only */
 };
 

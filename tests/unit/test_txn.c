@@ -95,6 +95,7 @@ static uint64_t nseq;
 struct logent {
 	int from;
 	uint8_t type, code;
+	uint8_t rxbuf;           /* ACK/NACK: the quantized buffer level carried (10.2) */
 	uint32_t psn, rsn;
 };
 static struct logent plog[MAXLOG];
@@ -249,6 +250,7 @@ static void send_pkt(int from, uint8_t *b, uint32_t len)
 			.psn = f.type == FC_PKT_NACK ? f.nack_psn : f.psn,
 			.code = f.type == FC_PKT_NACK ? f.nack_code :
 				f.type == FC_PKT_RESYNC ? f.resync_code : 0,
+			.rxbuf = f.rxbuf,
 		};
 	if (filter)
 		extra = filter(from, &f, b, &len);
@@ -1234,6 +1236,48 @@ static void ulp_async(struct host *h, const struct fc_txn_req *r)
 	h->held[h->nheld++] = r->rsn; /* answered by the test */
 }
 
+/* The target's network-request pools feed the buffer level its ACKs carry (10.2): held
+ * requests raise it, answering them lowers it again. */
+static void small_net_instant(struct fc_txn_engine_cfg *c, int host)
+{
+	small_net(c, host);
+	c->rxbuf_alpha_q16 = 65536; /* the level follows occupancy at once */
+}
+
+static void test_rxbuf_level_in_acks(void **state)
+{
+	uint8_t high = 0, last = 0;
+
+	(void)state;
+	setup(small_net_instant, unordered);
+	B->on_req = ulp_async;
+	for (int i = 0; i < 3; i++)
+		pull(A, 10);
+	run(20 * US); /* past the ACK coalescing timer */
+	for (int i = 0; i < nlog; i++)
+		if (plog[i].from == 1 && (plog[i].type == FC_PKT_BACK || plog[i].type == FC_PKT_EACK))
+			high = plog[i].rxbuf > high ? plog[i].rxbuf : high;
+	/* 3 of 4 network packets held: thresholds ceil((k+1) * 4 / 32) <= 3 for k < 24,
+	 * so level 24 of 31 */
+	assert_int_equal(high, 24);
+	for (int k = 0; k < B->nheld; k++) {
+		assert_int_equal(fc_txn_accept(B->t, B->held[k], now), 0);
+		assert_int_equal(fc_txn_pull_data(B->t, B->held[k], NULL, 0, now), 0);
+	}
+	B->nheld = 0;
+	B->on_req = ulp_default; /* answered at once from now on */
+	nlog = 0;
+	for (int i = 0; i < 40; i++) { /* traffic keeps flowing; the EMA decays */
+		pull(A, 10);
+		run(now + 20 * US);
+	}
+	for (int i = 0; i < nlog; i++)
+		if (plog[i].from == 1 && (plog[i].type == FC_PKT_BACK || plog[i].type == FC_PKT_EACK))
+			last = plog[i].rxbuf;
+	assert_true(last <= 8); /* at most one request held at a time now */
+	teardown();
+}
+
 static void test_resource_nack(void **state)
 {
 	(void)state;
@@ -1674,6 +1718,7 @@ int main(void)
 		cmocka_unit_test(test_deadlock_cr1_rx_regions),
 		cmocka_unit_test(test_deadlock_cr2_pull_data_queue),
 		cmocka_unit_test(test_deadlock_ur_rsn_order),
+		cmocka_unit_test(test_rxbuf_level_in_acks),
 		cmocka_unit_test(test_scheduler_round_robin),
 		cmocka_unit_test(test_scheduler_queues_alternate),
 		cmocka_unit_test(test_api_errors),
