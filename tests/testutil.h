@@ -32,4 +32,33 @@ static inline uint64_t fc_test_rand(uint64_t *s)
 	return *s = x;
 }
 
+/* Deterministic payload bytes of (host, rsn, kind): what a simulated ULP sends and what
+ * the receiving side checks, byte for byte. */
+static inline uint8_t fc_test_pat(int host, uint32_t rsn, int kind, uint32_t i)
+{
+	uint32_t x = (uint32_t)(host + 1) * 0x9E3779B1u ^ rsn * 0x85EBCA77u ^
+		     (uint32_t)kind * 0xC2B2AE3Du ^ (i + 1) * 0x27D4EB2Fu;
+
+	x ^= x >> 15;
+	x *= 0x2C1B3C6Du;
+	x ^= x >> 12;
+	return (uint8_t)x;
+}
+
+static inline void fc_test_fill(uint8_t *b, uint32_t len, int host, uint32_t rsn, int kind)
+{
+	for (uint32_t i = 0; i < len; i++)
+		b[i] = fc_test_pat(host, rsn, kind, i);
+}
+
+static inline int fc_test_check(const uint8_t *b, uint32_t len, int host, uint32_t rsn, int kind)
+{
+	if (len && !b)
+		return 0;
+	for (uint32_t i = 0; i < len; i++)
+		if (b[i] != fc_test_pat(host, rsn, kind, i))
+			return 0;
+	return 1;
+}
+
 #endif

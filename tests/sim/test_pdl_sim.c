@@ -25,11 +25,11 @@
 
 #include "pdl.h"
 #include "sim.h"
+#include "sim_icv.h"
 #include "wire_falcon.h"
 
 #define MAXPKT 512     /* packets a host initiates per seed, at most */
 #define MAXRSN (2 * MAXPKT)
-#define TRAILER 8      /* integrity hash, standing in for the ICV */
 #define US 1000ull
 
 struct host;
@@ -240,33 +240,23 @@ static const struct fc_pdl_ops pdl_ops = {
 
 /* ---- simulator endpoint ---- */
 
-static uint64_t trailer(const uint8_t *b, uint32_t len)
-{
-	return sim_fnv1a(SIM_FNV_OFFSET, b, len);
-}
-
 static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t len,
 			const struct sim_pkt_info *info)
 {
 	struct host *h = ctx;
 	struct fc_falcon_pkt f;
-	uint64_t t;
+	int n = sim_icv_open(data, len);
 
 	h->now = now;
-	if (len < TRAILER) {
-		h->integrity_drops++;
-		return 0;
-	}
-	memcpy(&t, data + len - TRAILER, TRAILER);
-	if (t != trailer(data, len - TRAILER)) {
+	if (n < 0) {
 		h->integrity_drops++; /* 9.2.2.1: fails the integrity check, dropped */
 		return 0;
 	}
-	if (fc_falcon_decode(data, len - TRAILER, &f) >= 0 && fc_falcon_type_has_base(f.type)) {
+	if (fc_falcon_decode(data, (size_t)n, &f) >= 0 && fc_falcon_type_has_base(f.type)) {
 		h->rx_data_pkts++;
 		h->rx_ar_pkts += f.ar;
 	}
-	if (fc_pdl_rx(h->p, data, len - TRAILER, info->meta, now) < 0)
+	if (fc_pdl_rx(h->p, data, (size_t)n, info->meta, now) < 0)
 		fail(h, "an intact packet did not decode", len, 0);
 	drain_backlog(h);
 	return h->violation ? -EPROTO : 0;
@@ -308,17 +298,14 @@ static int ep_poll_tx(void *ctx, uint64_t now, uint8_t *buf, uint32_t cap, struc
 {
 	struct host *h = ctx;
 	int n;
-	uint64_t t;
 
 	h->now = now;
 	drain_backlog(h);
-	n = fc_pdl_poll_tx(h->p, now, buf, cap - TRAILER);
+	n = fc_pdl_poll_tx(h->p, now, buf, cap - SIM_ICV_LEN);
 	if (n <= 0)
 		return n;
-	t = trailer(buf, (uint32_t)n);
-	memcpy(buf + n, &t, TRAILER);
 	info->meta = now; /* the PSP IV: transmit time */
-	return n + TRAILER;
+	return sim_icv_seal(buf, n);
 }
 
 static const struct sim_endpoint_ops ep_ops = {

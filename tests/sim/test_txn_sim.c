@@ -29,11 +29,12 @@
 #include <string.h>
 
 #include "sim.h"
+#include "sim_icv.h"
+#include "testutil.h"
 #include "txn.h"
 #include "wire_falcon.h"
 
 #define MTU 1024
-#define TRAILER 8
 #define US 1000ull
 #define MS 1000000ull
 #define NCONN 2
@@ -115,32 +116,6 @@ static void fail(struct host *h, const char *what, uint32_t a, uint32_t b)
 /* ------------------------------------------------------------------------ */
 /* bytes of (host, rsn, kind), and which RSNs complete in error              */
 
-static uint8_t pat(int host, uint32_t rsn, int kind, uint32_t i)
-{
-	uint32_t x = (uint32_t)(host + 1) * 0x9E3779B1u ^ rsn * 0x85EBCA77u ^
-		     (uint32_t)kind * 0xC2B2AE3Du ^ (i + 1) * 0x27D4EB2Fu;
-
-	x ^= x >> 15;
-	x *= 0x2C1B3C6Du;
-	x ^= x >> 12;
-	return (uint8_t)x;
-}
-
-static void fill(uint8_t *b, uint32_t len, int host, uint32_t rsn, int kind)
-{
-	for (uint32_t i = 0; i < len; i++)
-		b[i] = pat(host, rsn, kind, i);
-}
-
-static int check(const uint8_t *b, uint32_t len, int host, uint32_t rsn, int kind)
-{
-	if (len && !b)
-		return 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (b[i] != pat(host, rsn, kind, i))
-			return 0;
-	return 1;
-}
 
 static int cie_push(uint32_t rsn) { return rsn % 29 == 7; }
 static int cie_pull(uint32_t rsn) { return rsn % 31 == 5; }
@@ -153,7 +128,7 @@ static void send_pull_data(struct conn *c, uint32_t rsn, uint32_t len)
 	uint8_t b[MTU];
 	int rc;
 
-	fill(b, len, c->h->id, rsn, FC_TXN_PULL);
+	fc_test_fill(b, len, c->h->id, rsn, FC_TXN_PULL);
 	rc = fc_txn_pull_data(c->t, rsn, b, len, c->h->now);
 	if (rc == -EAGAIN && c->npend < MAXTXN) {
 		c->pend_rsn[c->npend] = rsn;
@@ -221,7 +196,7 @@ static void cb_complete(void *ctx, struct fc_txn *t, const struct fc_txn_cmpl *c
 	if (c->ordered && cm->rsn != c->rsn0 + c->ncmpl)
 		fail(h, "completion out of RSN order", cm->rsn, c->rsn0 + c->ncmpl);
 	if (p->kind == FC_TXN_PULL && cm->code == FC_CMPL_ACK &&
-	    (cm->len != p->resp_len || !check(cm->data, cm->len, h->peer->id, cm->rsn, FC_TXN_PULL)))
+	    (cm->len != p->resp_len || !fc_test_check(cm->data, cm->len, h->peer->id, cm->rsn, FC_TXN_PULL)))
 		fail(h, "pull data differs", cm->rsn, cm->len);
 	p->code = cm->code;
 	c->ncmpl++;
@@ -244,7 +219,7 @@ static void cb_request(void *ctx, struct fc_txn *t, const struct fc_txn_req *r)
 		fail(h, "request out of RSN order", r->rsn, c->last_rsn);
 	c->last_rsn = r->rsn;
 	c->delivered_any = 1;
-	if (!check(r->data, r->len, h->peer->id, r->rsn, kind))
+	if (!fc_test_check(r->data, r->len, h->peer->id, r->rsn, kind))
 		fail(h, "request bytes differ", r->rsn, r->len);
 	h->policy(c, r);
 }
@@ -277,7 +252,7 @@ static void ulp_work(struct host *h)
 			uint32_t rsn = fc_txn_nrsn(c->t);
 			int rc;
 
-			fill(b, p->len, h->id, rsn, p->kind == FC_TXN_PUSH ? FC_TXN_PUSH : PULLREQ_KIND);
+			fc_test_fill(b, p->len, h->id, rsn, p->kind == FC_TXN_PUSH ? FC_TXN_PUSH : PULLREQ_KIND);
 			if (p->kind == FC_TXN_PUSH)
 				rc = fc_txn_push(c->t, b, p->len, c->next, h->now, &p->rsn);
 			else
@@ -316,7 +291,6 @@ static void run_async(struct host *h, uint64_t now)
 /* ------------------------------------------------------------------------ */
 /* simulator endpoint                                                        */
 
-static uint64_t trailer(const uint8_t *b, uint32_t len) { return sim_fnv1a(SIM_FNV_OFFSET, b, len); }
 
 static void log_pkt(struct logent *l, int *n, uint64_t t, const struct fc_falcon_pkt *f, int dropped)
 {
@@ -336,22 +310,16 @@ static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t l
 {
 	struct host *h = ctx;
 	struct fc_falcon_pkt f;
-	uint64_t t;
-	int rc;
+	int rc, n = sim_icv_open(data, len);
 
 	h->now = now;
-	if (len < TRAILER) {
-		h->integrity_drops++;
-		return 0;
-	}
-	memcpy(&t, data + len - TRAILER, TRAILER);
-	if (t != trailer(data, len - TRAILER)) {
+	if (n < 0) {
 		h->integrity_drops++; /* 9.2.2.1: fails the integrity check, dropped */
 		return 0;
 	}
-	if (fc_falcon_decode(data, len - TRAILER, &f) >= 0)
+	if (fc_falcon_decode(data, (size_t)n, &f) >= 0)
 		log_pkt(h->rx, &h->nrx, now, &f, 0);
-	rc = fc_txn_engine_rx(h->e, data, len - TRAILER, info->meta, now);
+	rc = fc_txn_engine_rx(h->e, data, (size_t)n, info->meta, now);
 	if (rc < 0)
 		fail(h, "an intact packet was refused", len, (uint32_t)-rc);
 	ulp_work(h);
@@ -393,8 +361,7 @@ static int ep_poll_tx(void *ctx, uint64_t now, uint8_t *buf, uint32_t cap, struc
 	}
 	for (;;) {
 		struct fc_falcon_pkt f;
-		int n = fc_txn_engine_poll_tx(h->e, now, buf, cap - TRAILER, &from);
-		uint64_t t;
+		int n = fc_txn_engine_poll_tx(h->e, now, buf, cap - SIM_ICV_LEN, &from);
 
 		if (n <= 0)
 			return n;
@@ -415,10 +382,8 @@ static int ep_poll_tx(void *ctx, uint64_t now, uint8_t *buf, uint32_t cap, struc
 			sim_link_set_cfg(h->link, &rc);
 			h->reordering = 1;
 		}
-		t = trailer(buf, (uint32_t)n);
-		memcpy(buf + n, &t, TRAILER);
 		info->meta = now; /* the PSP IV: transmit time */
-		return n + TRAILER;
+		return sim_icv_seal(buf, n);
 	}
 }
 

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "txn.h"
 #include "wire_falcon.h"
 
@@ -105,32 +106,6 @@ static int nth_type[2][16]; /* packets of each type sent so far, per host */
 /* ------------------------------------------------------------------------ */
 /* data patterns: bytes of (host, rsn, kind), independent of the code under test */
 
-static uint8_t pat(int host, uint32_t rsn, int kind, uint32_t i)
-{
-	uint32_t x = (uint32_t)(host + 1) * 0x9E3779B1u ^ rsn * 0x85EBCA77u ^
-		     (uint32_t)kind * 0xC2B2AE3Du ^ (i + 1) * 0x27D4EB2Fu;
-
-	x ^= x >> 15;
-	x *= 0x2C1B3C6Du;
-	x ^= x >> 12;
-	return (uint8_t)x;
-}
-
-static void fill(uint8_t *b, uint32_t len, int host, uint32_t rsn, int kind)
-{
-	for (uint32_t i = 0; i < len; i++)
-		b[i] = pat(host, rsn, kind, i);
-}
-
-static int check(const uint8_t *b, uint32_t len, int host, uint32_t rsn, int kind)
-{
-	if (len && !b)
-		return 0;
-	for (uint32_t i = 0; i < len; i++)
-		if (b[i] != pat(host, rsn, kind, i))
-			return 0;
-	return 1;
-}
 
 /* ------------------------------------------------------------------------ */
 /* ULP                                                                       */
@@ -140,7 +115,7 @@ static void answer_pull(struct host *h, uint32_t rsn, uint32_t len)
 	uint8_t b[MTU];
 	int rc;
 
-	fill(b, len, h->id, rsn, FC_TXN_PULL);
+	fc_test_fill(b, len, h->id, rsn, FC_TXN_PULL);
 	rc = fc_txn_pull_data(h->cur, rsn, b, len, now);
 	if (rc == -EAGAIN) {
 		h->pend[h->npend] = rsn;
@@ -191,7 +166,7 @@ static void cb_complete(void *ctx, struct fc_txn *t, const struct fc_txn_cmpl *c
 	x->rejected = c->rejected;
 	x->state = c->rejected ? 0 : (uint8_t)fc_txn_istate(t, c->rsn);
 	x->data_ok = c->kind != FC_TXN_PULL || c->code != FC_CMPL_ACK ||
-		     check(c->data, c->len, 1 - h->id, c->rsn, FC_TXN_PULL);
+		     fc_test_check(c->data, c->len, 1 - h->id, c->rsn, FC_TXN_PULL);
 }
 
 static void cb_request(void *ctx, struct fc_txn *t, const struct fc_txn_req *r)
@@ -207,7 +182,7 @@ static void cb_request(void *ctx, struct fc_txn *t, const struct fc_txn_req *r)
 	x->resp_len = r->resp_len;
 	x->redelivery = r->redelivery;
 	x->kind = r->kind;
-	x->data_ok = check(r->data, r->len, 1 - h->id, r->rsn,
+	x->data_ok = fc_test_check(r->data, r->len, 1 - h->id, r->rsn,
 			   r->kind == FC_TXN_PUSH ? FC_TXN_PUSH : PULLREQ_KIND);
 	h->cur = t;
 	h->on_req(h, r);
@@ -417,7 +392,7 @@ static uint32_t push(struct host *h, uint32_t len)
 	uint8_t b[MTU];
 	uint32_t rsn = fc_txn_nrsn(h->t), got = 0;
 
-	fill(b, len, h->id, rsn, FC_TXN_PUSH);
+	fc_test_fill(b, len, h->id, rsn, FC_TXN_PUSH);
 	assert_int_equal(fc_txn_push(h->t, b, len, 0x1000 + rsn, now, &got), 0);
 	assert_int_equal(got, rsn);
 	return rsn;
@@ -428,7 +403,7 @@ static uint32_t pull(struct host *h, uint32_t resp_len)
 	uint8_t b[16];
 	uint32_t rsn = fc_txn_nrsn(h->t), got = 0;
 
-	fill(b, sizeof(b), h->id, rsn, PULLREQ_KIND);
+	fc_test_fill(b, sizeof(b), h->id, rsn, PULLREQ_KIND);
 	assert_int_equal(fc_txn_pull(h->t, b, sizeof(b), resp_len, 0x2000 + rsn, now, &got), 0);
 	assert_int_equal(got, rsn);
 	return rsn;
@@ -544,7 +519,7 @@ static void test_pull_life_and_credits(void **state)
 	{
 		uint8_t b[MTU];
 
-		fill(b, 601, B->id, rsn, FC_TXN_PULL);
+		fc_test_fill(b, 601, B->id, rsn, FC_TXN_PULL);
 		assert_int_equal(fc_txn_pull_data(B->t, rsn, b, 601, now), -EMSGSIZE);
 		assert_int_equal(fc_txn_pull_data(B->t, rsn, b, 600, now), 0);
 	}
@@ -1409,12 +1384,12 @@ static int run_cr1(uint32_t dbg)
 	for (int h = 0; h < 2; h++) {
 		uint8_t req[16] = {0};
 
-		fill(req, sizeof(req), h, 0, PULLREQ_KIND);
+		fc_test_fill(req, sizeof(req), h, 0, PULLREQ_KIND);
 		for (;;) {
 			uint32_t rsn = fc_txn_nrsn(H[h]->t);
 			int rc;
 
-			fill(req, sizeof(req), h, rsn, PULLREQ_KIND);
+			fc_test_fill(req, sizeof(req), h, rsn, PULLREQ_KIND);
 			rc = fc_txn_pull(H[h]->t, req, sizeof(req), 200, rsn, now, NULL);
 			if (rc == -EAGAIN)
 				break;
