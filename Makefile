@@ -103,6 +103,7 @@ $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
 SIM_BINS :=
 include tests/sim/sim.mk
 include tests/sim/txn.mk
+include tests/sim/rdma.mk
 SIM_BINS += $(BUILD)/tests/sim/test_pdl_sim
 
 $(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_LIB)
