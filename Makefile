@@ -5,7 +5,8 @@
 #   make SAN=1 test   the same with AddressSanitizer + UBSan (separate build dir)
 #   make memcheck     unit tests under valgrind
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 60) each
-#   make soak         the simulator property tests over SOAK_SEEDS (20000) seeds
+#   make soak         the simulator property tests: PDL over SOAK_SEEDS (20000) seeds,
+#                     transactions and RDMA over SOAK_RDMA_SEEDS (10000)
 #   make bench-sim    the congestion-control benchmark table (bench/sim_cc.c)
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
@@ -171,10 +172,14 @@ memcheck: all
 bench-sim: $(BUILD)/bench/sim_cc
 	$(BUILD)/bench/sim_cc
 
-# Long simulator runs: SOAK_SEEDS seeds of the PDL property test, with a summary table.
+# Long simulator runs: SOAK_SEEDS seeds of the PDL property test (with a summary table)
+# and SOAK_RDMA_SEEDS of the transaction-sublayer and RDMA property tests.
 SOAK_SEEDS ?= 20000
-soak: $(BUILD)/tests/sim/test_pdl_sim
+SOAK_RDMA_SEEDS ?= 10000
+soak: $(BUILD)/tests/sim/test_pdl_sim $(BUILD)/tests/sim/test_txn_sim $(BUILD)/tests/sim/test_rdma_sim
 	$(BUILD)/tests/sim/test_pdl_sim --seeds $(SOAK_SEEDS) --summary
+	$(BUILD)/tests/sim/test_txn_sim --seeds $(SOAK_RDMA_SEEDS)
+	$(BUILD)/tests/sim/test_rdma_sim --seeds $(SOAK_RDMA_SEEDS)
 
 fuzz: $(FUZZ_BINS)
 	@tests/run-tests.sh --suite fuzz --fuzz $(FUZZ_SECONDS) $(FUZZ_BINS)

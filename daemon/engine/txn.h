@@ -58,7 +58,15 @@
  *
  * Re-entrancy: every callback may call the fc_txn_* ULP functions of any connection
  * (fc_txn_push from ops->complete, fc_txn_accept and fc_txn_pull_data from
- * ops->request, ...). No callback may free a connection or the engine.
+ * ops->request, ...). No callback may free a connection or the engine. The other way
+ * round too: on an ordered connection the answer functions (fc_txn_accept, _rnr,
+ * _nack) may deliver the next held request through ops->request before they return,
+ * so a ULP must have its own state consistent before it answers.
+ *
+ * Deadlock note for target ULPs: answer Pull Requests without waiting for room for
+ * their Pull Data. Holding or RNR-ing them for that reason can deadlock two hosts that
+ * read each other: the pushes queued behind a held pull pin the peer's data window,
+ * which its Pull Data share (found by the RDMA simulation).
  */
 #ifndef FC_TXN_H
 #define FC_TXN_H
