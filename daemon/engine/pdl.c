@@ -220,6 +220,11 @@ uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win)
 	return n;
 }
 
+uint32_t fc_pdl_unsent(const struct fc_pdl *p, enum fc_win_id win)
+{
+	return p->tx[win].npsn - p->tx[win].next_new;
+}
+
 /* ------------------------------------------------------------------------ */
 /* releases                                                                  */
 

@@ -200,6 +200,9 @@ void fc_pdl_cc_apply(struct fc_pdl *p, const struct fc_cc_result *res);
 const struct fc_pdl_counters *fc_pdl_counters(const struct fc_pdl *p);
 /* Packets submitted and not yet released, per window. */
 uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win);
+/* Packets submitted and not yet transmitted once, per window (the scheduler above keeps
+ * at most a few there, 8.3). */
+uint32_t fc_pdl_unsent(const struct fc_pdl *p, enum fc_win_id win);
 int fc_pdl_is_dead(const struct fc_pdl *p);
 /* Path selector PLB moves (starts at 0). */
 uint32_t fc_pdl_path(const struct fc_pdl *p);

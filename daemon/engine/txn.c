@@ -98,7 +98,6 @@ struct fc_txn {
 	/* connection scheduler (8.3) */
 	struct txq q[2];
 	uint8_t q_rr, qmask;     /* qmask: bit per PDL window refused with -EAGAIN */
-	uint32_t next_psn[2], sent_psn[2]; /* PSN of the next submission / first unsent */
 	uint32_t push_in_pdl, push_max;
 
 	uint32_t used[FC_TXN_RES_COUNT];
@@ -1340,30 +1339,8 @@ static const struct fc_pdl_ops pdl_ops_cc = {
 /* ------------------------------------------------------------------------ */
 /* connection scheduler (8.3)                                                 */
 
-static uint32_t be32_at(const uint8_t *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
 /* Packets handed to the PDL and not yet sent once, per window. */
-static uint32_t unsent(const struct fc_txn *t, int w) { return t->next_psn[w] - t->sent_psn[w]; }
-
-/* Watch the PDL's output for first transmissions (a PSN not sent before). */
-static void note_sent(struct fc_txn *t, const uint8_t *b, int n)
-{
-	uint32_t type, psn;
-	int w;
-
-	if (n < (int)sizeof(struct fc_base_hdr))
-		return;
-	type = (be32_at(b + 4) >> FC_W1_PKT_TYPE_SHIFT) & FC_W1_PKT_TYPE_MASK;
-	if (type != FC_PKT_PULL_REQ && type != FC_PKT_PULL_DATA && type != FC_PKT_PUSH_DATA)
-		return;
-	w = win_of((uint8_t)type);
-	psn = be32_at(b + offsetof(struct fc_base_hdr, psn));
-	if (!fc_sn_lt(psn, t->sent_psn[w]) && fc_sn_lt(psn, t->next_psn[w]))
-		t->sent_psn[w] = psn + 1;
-}
+static uint32_t unsent(const struct fc_txn *t, int w) { return fc_pdl_unsent(t->pdl, (enum fc_win_id)w); }
 
 static uint32_t q_pick(const struct fc_txn *t, int qi)
 {
@@ -1410,7 +1387,6 @@ static int hand_to_pdl(struct fc_txn *t, int qi)
 	}
 	q_unlink(t, qi, idx);
 	k->where = TXP_PDL;
-	t->next_psn[w]++;
 	if (k->type == FC_PKT_PULL_DATA) {
 		struct tslot *s = tfind(t, k->rsn);
 
@@ -1441,11 +1417,7 @@ static int feed(struct fc_txn *t)
 
 static int pdl_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
 {
-	int n = fc_pdl_poll_tx(t->pdl, now, buf, cap);
-
-	if (n > 0)
-		note_sent(t, buf, n);
-	return n;
+	return fc_pdl_poll_tx(t->pdl, now, buf, cap);
 }
 
 static int conn_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
@@ -1515,7 +1487,7 @@ int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint6
 
 	if (!pkt || len < 4)
 		return -FC_WIRE_ETRUNC;
-	t = cid_lookup(e, be32_at(pkt) & FC_W0_CID_MASK);
+	t = cid_lookup(e, fc_hdr_cid(pkt));
 	if (!t) {
 		e->unknown_cid++;
 		return -ENOENT;
@@ -1756,7 +1728,6 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 		t->ts[i].cells = NONE;
 	for (int i = 0; i < 2; i++) {
 		t->q[i].head = t->q[i].tail = NONE;
-		t->next_psn[i] = t->sent_psn[i] = cfg->pdl.tx_psn[i];
 	}
 	t->push_max = cfg->pdl_push_max ? cfg->pdl_push_max :
 		      (cfg->pdl.tx_window[FC_WIN_DATA] / 2 ? cfg->pdl.tx_window[FC_WIN_DATA] / 2 : 1);

@@ -64,20 +64,10 @@ static void decode_ack(const struct fc_ack_hdr *h, bool nack, struct fc_falcon_p
 	}
 }
 
-/* A big-endian word at any address (the bitmaps are arrays inside packed structs, so
- * they are reached by offset rather than by pointer to member). */
-static uint32_t get_be32(const __u8 *p)
-{
-	__be32 w;
-
-	memcpy(&w, p, sizeof(w));
-	return fc_ntoh32(w);
-}
-
 /* A 64-bit bitmap sent as two words, most significant first (spec 7.7.2). */
 static uint64_t get_bitmap64(const __u8 *p)
 {
-	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+	return (uint64_t)fc_hdr_word(p, 0) << 32 | fc_hdr_word(p, 1);
 }
 
 /* A 128-bit bitmap: bits 127:96 first ... bits 31:0 last (spec 7.7.2). */

@@ -588,6 +588,9 @@ static void test_gating(void **state)
 		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i);
 	assert_int_equal(pump(A, B, 0, drop_all, NULL, NULL), 0);
 	assert_int_equal(C(A)->tx_new, 2); /* ncwnd = 2 outstanding requests */
+	assert_int_equal(fc_pdl_unsent(A->p, FC_WIN_DATA), 4);
+	assert_int_equal(fc_pdl_unsent(A->p, FC_WIN_REQ), 0);
+	assert_int_equal(fc_pdl_outstanding(A->p, FC_WIN_DATA), 6);
 	teardown_pair();
 
 	setup_pair(fcwnd1_ncwnd2);
