@@ -6,7 +6,8 @@
 #   make memcheck     unit tests under valgrind
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   make soak         the simulator property tests: PDL over SOAK_SEEDS (20000) seeds,
-#                     transactions and RDMA over SOAK_RDMA_SEEDS (10000)
+#                     transactions and RDMA over SOAK_RDMA_SEEDS (10000), seeds from 1
+#   make soak-ci      the PDL soak (SOAK_SEEDS) from this commit's seed offset (.ci/run)
 #   make bench-sim    the congestion-control benchmark table (bench/sim_cc.c)
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
@@ -127,10 +128,18 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRCS) $(wildcard daemon/engine/*.h include
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) $< $(ENGINE_SRCS) -o $@
 
+# Simulator seeds in `make test` (and `make soak-ci`) start at an offset derived from the
+# commit, so each commit explores seeds no earlier one ran: the first 7 hex digits of the
+# commit times 2^20 (no two commits' ranges overlap below 2^20 seeds). Outside a git
+# checkout, or with SIM_FIRST=1 given, the fixed range from seed 1. A failing seed prints
+# its replay command either way.
+SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
+	printf '%#x' $$(( 0x$$h << 20 )) || echo 1)
+
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak bench-sim clean
+.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim clean
 
 all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -149,7 +158,8 @@ deps:
 # `make test` = deps, build, then every suite; one summary line at the end.
 test: deps
 	@$(MAKE) --no-print-directory all $(FUZZ_BINS)
-	@tests/run-tests.sh \
+	@echo "simulator seeds from $(SIM_FIRST) (commit offset; SIM_FIRST=1 for the fixed range)"
+	@FALCON_SIM_FIRST=$(SIM_FIRST) tests/run-tests.sh \
 		--suite unit $(UNIT_BINS) \
 		--suite bpf $(BPFTEST_BINS) \
 		--suite sim $(SIM_BINS) \
@@ -180,6 +190,10 @@ soak: $(BUILD)/tests/sim/test_pdl_sim $(BUILD)/tests/sim/test_txn_sim $(BUILD)/t
 	$(BUILD)/tests/sim/test_pdl_sim --seeds $(SOAK_SEEDS) --summary
 	$(BUILD)/tests/sim/test_txn_sim --seeds $(SOAK_RDMA_SEEDS)
 	$(BUILD)/tests/sim/test_rdma_sim --seeds $(SOAK_RDMA_SEEDS)
+
+# The PDL soak from the commit's seed offset: new seeds on every commit (.ci/run).
+soak-ci: $(BUILD)/tests/sim/test_pdl_sim
+	$(BUILD)/tests/sim/test_pdl_sim --first $(SIM_FIRST) --seeds $(SOAK_SEEDS) --summary
 
 fuzz: $(FUZZ_BINS)
 	@tests/run-tests.sh --suite fuzz --fuzz $(FUZZ_SECONDS) $(FUZZ_BINS)

@@ -24,6 +24,7 @@ struct fc_txpkt {
 	const uint8_t *payload;
 	uint64_t seq;         /* submission order (ordered connections, 9.1.3) */
 	uint64_t last_tx_ns;  /* last (re)transmission */
+	uint64_t last_tx_order; /* p->tx_order of the last (re)transmission */
 	uint64_t deadline_ns; /* retransmit timer; UINT64_MAX when not armed */
 	uint32_t len;
 	uint32_t rsn;
@@ -71,6 +72,7 @@ struct fc_pdl {
 	struct fc_rx_state *rx_own; /* allocated here when the caller gave none */
 	struct fc_txwin tx[2];
 	uint64_t seq;
+	uint64_t tx_order;     /* transmissions so far: orders sends within one t1 unit */
 	int dead;
 
 	/* congestion control state, from cfg until the RUE answers (10.6.2.2) */
@@ -421,6 +423,7 @@ static int send_pkt(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 	if (k->type == FC_PKT_RESYNC)
 		p->cnt.resyncs_tx++;
 	k->last_tx_ns = now;
+	k->last_tx_order = ++p->tx_order;
 	k->deadline_ns = now + p->rto_ns;
 	p->next_tx_ns = now + p->ipg_ns;
 	p->cnt.tx_pkts++;
@@ -854,20 +857,53 @@ static void retx_event(struct fc_pdl *p, const struct fc_txpkt *k, int reason, u
 	cc_event(p, &ev, now);
 }
 
-/* Recency check of 9.1.4: may k be retransmitted on the word of an ACK whose t1 is
- * eack_t1? Not within an RTT of its last transmission, and not when the receiver had
- * seen nothing sent since then (t1 = transmit time of the latest packet it received):
- * its bitmap cannot show the last transmission yet. */
-static int recent(const struct fc_pdl *p, const struct fc_txpkt *k, uint32_t eack_t1, uint64_t now)
+/* What an EACK can show of our transmissions: t1 is the transmit time of the latest
+ * packet the receiver got (131.072 ns units) and seen_order the latest transmission
+ * (p->tx_order) among the packets its bitmaps show received. */
+struct eack_view {
+	uint32_t t1;
+	uint64_t seen_order;
+};
+
+/* Recency check of 9.1.4: may k be retransmitted on the word of this EACK? Not within an
+ * RTT of its last transmission (the spec's check), and not when the receiver can have
+ * seen nothing sent after that transmission: its bitmap cannot show it yet. t1 strictly
+ * after the unit of k's last transmission proves it saw something later; t1 in that very
+ * unit proves nothing (131.072 ns hold several packets), so then a packet shown received
+ * must have left after k. Without the second part a late EACK (an RTT above the smoothed
+ * one, as behind a burst of RNR-timer retransmissions) re-sent a packet whose
+ * retransmission was still on its way (issue 13). */
+static int recent(const struct fc_pdl *p, const struct fc_txpkt *k, const struct eack_view *v,
+		  uint64_t now)
 {
-	return k->last_tx_ns + p->srtt_ns >= now ||
-	       (int32_t)(fc_ns_to_ts(k->last_tx_ns) - eack_t1) > 0;
+	int32_t d = (int32_t)(fc_ns_to_ts(k->last_tx_ns) - v->t1);
+
+	if (k->last_tx_ns + p->srtt_ns >= now)
+		return 1;
+	return d > 0 || (d == 0 && k->last_tx_order > v->seen_order);
+}
+
+/* Latest transmission among the packets of w a bitmap (bit i = base + i) shows received. */
+static uint64_t seen_order(struct fc_txwin *w, uint32_t base, const __u64 bm[2], uint32_t bits)
+{
+	uint64_t seen = 0;
+
+	for (uint32_t j = 0; j < (bits + 63) / 64; j++) {
+		for (__u64 m = bm[j]; m; m &= m - 1) {
+			uint32_t psn = base + j * 64 + (uint32_t)__builtin_ctzll(m);
+			const struct fc_txpkt *k = txpkt(w, psn);
+
+			if (psn - w->bpsn < w->next_new - w->bpsn && k->last_tx_order > seen)
+				seen = k->last_tx_order;
+		}
+	}
+	return seen;
 }
 
 /* Early retransmission on an EACK (9.1.4): OOO-distance over a bitmap (bit i = base+i)
  * with the recency check; returns whether the bitmap showed a loss. */
 static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const __u64 bm[2],
-		      uint32_t bits, uint32_t eack_t1, uint64_t now)
+		      uint32_t bits, const struct eack_view *v, uint64_t now)
 {
 	int high = -1, loss = 0;
 
@@ -890,7 +926,7 @@ static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const
 		if (k->state != TXS_INFLIGHT || k->retx_pending || k->rnr)
 			continue;
 		loss = 1;
-		if (recent(p, k, eack_t1, now))
+		if (recent(p, k, v, now))
 			continue;
 		flag_retx(p, w, k);
 		p->cnt.retx_early++;
@@ -900,10 +936,14 @@ static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const
 }
 
 /* EACK-OWN heuristic (9.1.4): retransmit what the bitmap does not show as received,
- * within and beyond it, at most once per RTT. */
+ * within and beyond it, at most once per RTT. Beyond the bitmap the OWN bit itself is the
+ * receiver's word that it saw (and dropped) packets there, so a transmission in t1's own
+ * unit counts as seen. */
 static void own_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const __u64 bm[2],
-		     uint32_t bits, uint32_t eack_t1, uint64_t now)
+		     uint32_t bits, const struct eack_view *v, uint64_t now)
 {
+	struct eack_view beyond = { .t1 = v->t1, .seen_order = UINT64_MAX };
+
 	for (uint32_t psn = w->bpsn; psn != w->next_new; psn++) {
 		uint32_t i = psn - base;
 		struct fc_txpkt *k = txpkt(w, psn);
@@ -911,7 +951,7 @@ static void own_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const 
 		if (i < bits && ((bm[i / 64] >> (i % 64)) & 1))
 			continue;
 		if (k->state != TXS_INFLIGHT || k->retx_pending || k->rnr ||
-		    recent(p, k, eack_t1, now))
+		    recent(p, k, i < bits ? v : &beyond, now))
 			continue;
 		flag_retx(p, w, k);
 		p->cnt.retx_own++;
@@ -977,7 +1017,15 @@ static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_
 		__u64 req[2] = { f->req_bitmap, 0 }, dack[2] = { f->data_ack[0], f->data_ack[1] };
 		__u64 drx[2] = { f->data_rx[0], f->data_rx[1] };
 		struct fc_txwin *rw = &p->tx[FC_WIN_REQ], *dw = &p->tx[FC_WIN_DATA];
+		struct eack_view v = { .t1 = f->t1_ts };
+		uint64_t sd;
 
+		/* before the releases below: a released slot keeps its order until reused, but
+		 * leaves the range seen_order looks at */
+		v.seen_order = seen_order(rw, f->rrbpsn, req, FC_REQ_WIN);
+		sd = seen_order(dw, f->rdbpsn, drx, FC_DATA_WIN);
+		if (sd > v.seen_order)
+			v.seen_order = sd;
 		/* 9.2.3: OR the bitmaps in; release everything they acknowledge */
 		for (uint32_t i = 0; i < FC_REQ_WIN; i++)
 			if (((req[0] >> i) & 1) && f->rrbpsn + i - rw->bpsn < rw->next_new - rw->bpsn)
@@ -988,12 +1036,12 @@ static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_
 				peer_acked(p, dw, f->rdbpsn + i);
 		tx_advance(rw);
 		tx_advance(dw);
-		drop |= early_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, f->t1_ts, now);
-		drop |= early_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, f->t1_ts, now);
+		drop |= early_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, &v, now);
+		drop |= early_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, &v, now);
 		if (f->own & FC_OWN_REQ)
-			own_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, f->t1_ts, now);
+			own_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, &v, now);
 		if (f->own & FC_OWN_DATA)
-			own_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, f->t1_ts, now);
+			own_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, &v, now);
 	}
 	ack_event(p, f, tx_ns, now, drop);
 }

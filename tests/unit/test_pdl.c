@@ -437,6 +437,93 @@ static void test_push_rnr(void **state)
 	teardown_pair();
 }
 
+/* Capture what e sends at `now` without delivering it. Returns the number captured. */
+struct held { uint8_t buf[512]; int len; uint64_t tx_ns; };
+static int hold(struct ep *e, uint64_t now, struct held *h, int max)
+{
+	int n = 0, len;
+
+	e->now = now;
+	while (n < max && (len = fc_pdl_poll_tx(e->p, now, h[n].buf, sizeof(h[n].buf))) > 0) {
+		h[n].len = len;
+		h[n].tx_ns = now;
+		n++;
+	}
+	assert_true(len >= 0);
+	return n;
+}
+
+static void deliver_held(struct ep *to, const struct held *h, int n, uint64_t now)
+{
+	to->now = now;
+	for (int i = 0; i < n; i++)
+		assert_int_equal(fc_pdl_rx(to->p, h[i].buf, (size_t)h[i].len, h[i].tx_ns, now), 0);
+}
+
+/* Found by the simulator (issue 13, seeds 0x1e00 0x2190 0x36c8 0x4950): the recency check
+ * of 9.1.4 must not let an EACK trigger an early retransmission of a packet whose last
+ * transmission the EACK cannot show. t1 counts 131.072 ns units: new Push Data leaves
+ * 60 ns before the RNR-timer retransmission of PSN 300, in the same unit; the receiver's
+ * EACK, triggered by the new data alone, has t1 equal to that unit and still shows 300
+ * as a hole. It arrives more than an RTT after the retransmission (a late EACK), so the
+ * RTT half of the check does not hold it back: only t1 strictly after the unit of the
+ * last transmission may. The packet is then not retransmitted again (clean link). */
+static void test_rnr_retx_not_early_on_same_unit_eack(void **state)
+{
+	struct held newdata[8], retx[2];
+	uint64_t t0 = 10 * US, d, r;
+	int n;
+
+	(void)state;
+	setup_pair(NULL);
+	for (int i = 0; i < 6; i++)
+		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i);
+	B->refuse = (struct fc_pdl_nack){ .code = FC_NACK_RNR, .rnr_timeout = 0x01 };
+	assert_int_equal(pump(A, B, t0, NULL, NULL, NULL), 6);
+	assert_int_equal(C(B)->nacks_tx, 0);
+	pump(B, A, t0, NULL, NULL, NULL);          /* the RNR NACK of PSN 300 */
+	assert_int_equal(A->nacks, 1);
+	assert_int_equal(A->last_nack_code, FC_NACK_RNR);
+	fire(B, t0 + 8 * US);
+	pump(B, A, t0 + 8 * US, NULL, NULL, NULL); /* EACK: 301-305 acked, 300 a hole */
+	assert_int_equal(A->ndone, 5);
+	assert_int_equal(C(A)->retx_early, 0);    /* 300 waits out its RNR timer */
+
+	/* pick the retransmission time r: the RNR deadline or later, with r - 60 ns in the
+	 * same 131.072 ns unit as r */
+	d = fc_pdl_next_deadline(A->p);
+	assert_true(d > t0 + 8 * US && d != UINT64_MAX);
+	for (r = d; fc_ns_to_ts(r - 60) != fc_ns_to_ts(r); r++)
+		;
+	for (int i = 6; i < 10; i++)
+		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i);
+	assert_int_equal(hold(A, r - 60, newdata, 8), 4);    /* PSN 306-309 */
+	fire(A, r);
+	assert_int_equal(hold(A, r, retx, 2), 1);             /* PSN 300 again */
+	assert_int_equal(C(A)->retx_timeout, 0);              /* an RNR wait is not a retry */
+
+	/* the new data reaches B first; its EACK still shows 300 missing, t1 = the unit */
+	deliver_held(B, newdata, 4, r);
+	fire(B, r + 8 * US);
+	n = pump(B, A, r + 20 * US, NULL, NULL, NULL);
+	assert_int_equal(n, 1);
+	assert_int_equal(C(B)->eacks_tx, 2);
+	assert_int_equal(C(A)->retx_early, 0);
+	assert_int_equal(hold(A, r + 20 * US, retx + 1, 1), 0); /* nothing to send again */
+
+	/* the retransmission arrives: everything is delivered once and released */
+	deliver_held(B, retx, 1, r + 21 * US);
+	fire(B, r + 30 * US);
+	pump(B, A, r + 30 * US, NULL, NULL, NULL);
+	assert_int_equal(A->ndone, 10);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(A->done[i].st, FC_TX_ACKED);
+	assert_int_equal(B->ngot, 11); /* 300 twice: refused, then taken */
+	assert_int_equal(C(A)->retx_early + C(A)->retx_timeout + C(A)->retx_own, 0);
+	assert_int_equal(fc_pdl_outstanding(A->p, FC_WIN_DATA), 0);
+	teardown_pair();
+}
+
 /* 9.2.4 for the ULP error codes: the packet is replaced by a Resync with the matching
  * resync code; the ACK of the Resync releases the original as NACKED with the code. */
 static void run_ulp_error(uint8_t nack_code, uint8_t want_resync)
@@ -843,6 +930,7 @@ int main(void)
 		cmocka_unit_test(test_max_retx_resync_fatal),
 		cmocka_unit_test(test_exhausted_then_resync_acked),
 		cmocka_unit_test(test_push_rnr),
+		cmocka_unit_test(test_rnr_retx_not_early_on_same_unit_eack),
 		cmocka_unit_test(test_nack_cie),
 		cmocka_unit_test(test_nack_nre),
 		cmocka_unit_test(test_nack_cid),
