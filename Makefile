@@ -29,7 +29,7 @@ DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
-CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Iinclude -Idaemon/engine \
+CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Iinclude -Idaemon/engine -Idaemon \
 	-MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ifeq ($(SAN),1)
@@ -52,6 +52,16 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(ENGINE_LIB): $(ENGINE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# node: one Falcon endpoint, the engine behind an I/O backend (daemon/node.c), shared by
+# falcond, the simulator tests and the benchmarks
+NODE_SRCS := daemon/node.c
+NODE_OBJS := $(NODE_SRCS:%.c=$(BUILD)/%.o)
+NODE_LIB := $(BUILD)/libfcnode.a
+
+$(NODE_LIB): $(NODE_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -141,7 +151,7 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 # ---------------------------------------------------------------------------
 .PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim clean
 
-all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
+all: $(ENGINE_LIB) $(NODE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
 deps:
 	@missing=""; \
