@@ -9,6 +9,8 @@
 #                     transactions and RDMA over SOAK_RDMA_SEEDS (10000), seeds from 1
 #   make soak-ci      the PDL soak (SOAK_SEEDS) from this commit's seed offset (.ci/run)
 #   make bench-sim    the congestion-control benchmark table (bench/sim_cc.c)
+#   make bench-engine the engine's cost per operation (bench/engine_bench.c); INSTR=1 adds
+#                     callgrind instruction counts
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
 
@@ -149,7 +151,7 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim clean
+.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -187,6 +189,12 @@ memcheck: all
 	@tests/run-tests.sh --suite memcheck \
 		--wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
 		$(UNIT_BINS)
+
+# The engine's cost per operation: two nodes in memory on one core (bench/engine_bench.c);
+# INSTR=1 adds instructions per operation counted by callgrind (bench/instr.sh).
+bench-engine: $(BUILD)/bench/engine_bench
+	$(BUILD)/bench/engine_bench
+	$(if $(filter 1,$(INSTR)),bench/instr.sh $(BUILD)/bench/engine_bench)
 
 # Congestion control in the simulator: N = 2, 8, 32 flows through one bottleneck (table).
 bench-sim: $(BUILD)/bench/sim_cc
