@@ -104,9 +104,9 @@ BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
 BPFTEST_BINS := $(BPFTEST_SRCS:%.c=$(BUILD)/%)
 TEST_LIBS := -lcmocka -lpthread
 
-$(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(ENGINE_LIB)
+$(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS) $(TEST_LIBS)
+	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) $(TEST_LIBS)
 
 $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
 	@mkdir -p $(@D)

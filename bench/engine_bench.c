@@ -28,73 +28,17 @@
 
 #include "node_pair.h"
 
-#define FRAME_BYTES 4608u /* MTU 4096 + RDMA and Falcon headers */
-#define POOL 1024u
 #define IOVA 0x10000000ull
 #define MEM_BYTES (8u << 20)
 #define MAXQP 16
 
 static uint64_t timer_fires; /* on_timer calls of either node */
 
-/* ---- the in-memory backend: frames move, bytes do not ---- */
-
-struct memio {
-	uint8_t *mem;                 /* POOL frames */
-	uint32_t free_[POOL], nfree;
-	struct memio *peer;
-	struct fc_frame inbox[POOL];  /* frames sent to this side, not yet received */
-	uint32_t nin;
-	uint64_t pkts;
-};
-
-static unsigned mio_alloc(void *io, struct fc_frame *f, unsigned n)
-{
-	struct memio *m = io;
-	unsigned k = 0;
-
-	while (k < n && m->nfree) {
-		uint32_t i = m->free_[--m->nfree];
-
-		f[k++] = (struct fc_frame){ .buf = m->mem + (size_t)i * FRAME_BYTES,
-					    .cap = FRAME_BYTES, .io_handle = i };
-	}
-	return k;
-}
-
-static void mio_free(struct memio *m, const struct fc_frame *f)
-{
-	m->free_[m->nfree++] = (uint32_t)f->io_handle;
-}
-
-static unsigned mio_send(void *io, struct fc_frame *f, unsigned n)
-{
-	struct memio *m = io;
-
-	for (unsigned i = 0; i < n; i++) {
-		struct fc_frame *g = &m->peer->inbox[m->peer->nin++];
-
-		*g = f[i];
-		g->peer = NULL; /* one peer: the source check has nothing to tell */
-	}
-	m->pkts += n;
-	return n;
-}
-
-static void mio_return(void *io, struct fc_frame *f, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		mio_free(io, &f[i]);
-}
-
-static const struct fc_io_ops memio_ops = {
-	.name = "memory", .tx_alloc = mio_alloc, .tx_send = mio_send, .tx_return = mio_return,
-};
-
 /* ---- the pair ---- */
 
 struct pair {
 	struct np_host h[2];
-	struct memio io[2];
+	struct np_memio io[2];
 	struct fc_txn *conn[MAXQP][2];
 	uint32_t qpn[MAXQP][2];
 	uint32_t nqp;
@@ -133,18 +77,13 @@ static void pair_init(struct pair *p, uint32_t max_conns)
 	for (int x = 0; x < 2; x++) {
 		struct fc_node_cfg nc;
 		struct fc_peer_addr pa = { .len = 1, .bytes = { (uint8_t)(1 - x) } };
-		struct memio *m = &p->io[x];
 		int rc;
 
-		m->mem = aligned_alloc(64, (size_t)POOL * FRAME_BYTES);
-		if (!m->mem)
-			die("frames", ENOMEM);
-		for (uint32_t i = 0; i < POOL; i++)
-			m->free_[m->nfree++] = POOL - 1 - i;
-		m->peer = &p->io[1 - x];
+		if ((rc = np_memio_init(&p->io[x], &p->io[1 - x], (uint8_t)x)))
+			die("frames", rc);
 		fc_node_cfg_default(&nc);
-		nc.io = &memio_ops;
-		nc.io_ctx = m;
+		nc.io = &np_memio_ops;
+		nc.io_ctx = &p->io[x];
 		nc.txn.max_conns = max_conns;
 		nc.rdma.max_conns = max_conns;
 		nc.rdma.max_qps = 64;
@@ -158,7 +97,7 @@ static void pair_fini(struct pair *p)
 {
 	for (int x = 0; x < 2; x++) {
 		np_host_fini(&p->h[x]);
-		free(p->io[x].mem);
+		np_memio_fini(&p->io[x]);
 	}
 }
 
@@ -208,38 +147,11 @@ static uint32_t open_idle(struct pair *p, uint32_t n)
 	return k;
 }
 
-/* Move frames until both inboxes are empty; timers when due. */
 static void pump(struct pair *p, uint64_t now)
 {
-	for (int round = 0; round < 64; round++) {
-		unsigned moved = 0;
+	struct np_host *h[2] = { &p->h[0], &p->h[1] };
 
-		for (int x = 0; x < 2; x++) {
-			struct fc_node *n = p->h[x].n;
-
-			if (fc_node_next_deadline(n) <= now) {
-				fc_node_on_timer(n, now);
-				timer_fires++;
-			}
-			moved += fc_node_poll_tx(n, now, FC_NODE_BATCH_MAX);
-		}
-		for (int x = 0; x < 2; x++) {
-			struct memio *m = &p->io[x];
-			uint32_t nin = m->nin;
-
-			if (!nin)
-				continue;
-			for (uint32_t i = 0; i < nin; i++)
-				m->inbox[i].meta = (struct fc_rx_meta){ .tx_ns = now, .now_ns = now };
-			fc_node_rx_batch(p->h[x].n, m->inbox, nin);
-			for (uint32_t i = 0; i < nin; i++)
-				mio_free(m->peer, &m->inbox[i]);
-			m->nin = 0;
-			moved += nin;
-		}
-		if (!moved)
-			return;
-	}
+	timer_fires += np_memio_pump(h, p->io, now);
 }
 
 enum bop { B_WRITE, B_READ, B_FADD };
