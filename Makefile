@@ -9,6 +9,8 @@
 #                     transactions and RDMA over SOAK_RDMA_SEEDS (10000), seeds from 1
 #   make soak-ci      the PDL soak (SOAK_SEEDS) from this commit's seed offset (.ci/run)
 #   make bench-sim    the congestion-control benchmark table (bench/sim_cc.c)
+#   make bench-engine the engine's cost per operation (bench/engine_bench.c); INSTR=1 adds
+#                     callgrind instruction counts
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
 
@@ -29,7 +31,7 @@ DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
-CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Iinclude -Idaemon/engine \
+CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Iinclude -Idaemon/engine -Idaemon \
 	-MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ifeq ($(SAN),1)
@@ -52,6 +54,16 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(ENGINE_LIB): $(ENGINE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# node: one Falcon endpoint, the engine behind an I/O backend (daemon/node.c), shared by
+# falcond, the simulator tests and the benchmarks
+NODE_SRCS := daemon/node.c
+NODE_OBJS := $(NODE_SRCS:%.c=$(BUILD)/%.o)
+NODE_LIB := $(BUILD)/libfcnode.a
+
+$(NODE_LIB): $(NODE_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
@@ -92,9 +104,9 @@ BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
 BPFTEST_BINS := $(BPFTEST_SRCS:%.c=$(BUILD)/%)
 TEST_LIBS := -lcmocka -lpthread
 
-$(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(ENGINE_LIB)
+$(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS) $(TEST_LIBS)
+	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) $(TEST_LIBS)
 
 $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
 	@mkdir -p $(@D)
@@ -139,9 +151,9 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim clean
+.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
-all: $(ENGINE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
+all: $(ENGINE_LIB) $(NODE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
 deps:
 	@missing=""; \
@@ -177,6 +189,12 @@ memcheck: all
 	@tests/run-tests.sh --suite memcheck \
 		--wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
 		$(UNIT_BINS)
+
+# The engine's cost per operation: two nodes in memory on one core (bench/engine_bench.c);
+# INSTR=1 adds instructions per operation counted by callgrind (bench/instr.sh).
+bench-engine: $(BUILD)/bench/engine_bench
+	$(BUILD)/bench/engine_bench
+	$(if $(filter 1,$(INSTR)),bench/instr.sh $(BUILD)/bench/engine_bench)
 
 # Congestion control in the simulator: N = 2, 8, 32 flows through one bottleneck (table).
 bench-sim: $(BUILD)/bench/sim_cc

@@ -12,3 +12,10 @@ $(BUILD)/bench/sim_cc: bench/sim_cc.c $(SIM_OBJS) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/sim $< $(SIM_OBJS) -o $@ $(ENGINE_LIB) \
 		$(ALL_LDFLAGS) $(SIM_LIBS)
+
+# engine_bench: two nodes joined in memory on one core (the engine's cost per operation)
+BENCH_BINS += $(BUILD)/bench/engine_bench
+
+$(BUILD)/bench/engine_bench: bench/engine_bench.c $(NODE_LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS)

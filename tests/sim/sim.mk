@@ -18,3 +18,18 @@ $(BUILD)/tests/sim/test_sim_core: tests/sim/test_sim_core.c $(SIM_OBJS) $(ENGINE
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/sim $< $(SIM_OBJS) -o $@ $(ENGINE_LIB) \
 		$(ALL_LDFLAGS) $(SIM_LIBS)
+
+# The simulator's link as a node backend (sim_io.c) and the node property test.
+SIM_IO_OBJS := $(BUILD)/tests/sim/sim_io.o
+
+$(BUILD)/tests/sim/sim_io.o: tests/sim/sim_io.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/sim -c $< -o $@
+
+SIM_BINS += $(BUILD)/tests/sim/test_node_sim
+
+$(BUILD)/tests/sim/test_node_sim: tests/sim/test_node_sim.c $(SIM_IO_OBJS) $(SIM_OBJS) \
+		$(NODE_LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/sim $< $(SIM_IO_OBJS) $(SIM_OBJS) -o $@ \
+		$(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) $(SIM_LIBS)

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The node (daemon/node.h): connection setup as a CM does it, the CID table, what the
+ * node drops and counts (short frames, unknown or stale CIDs, frames from a foreign peer,
+ * failed encapsulation, undecodable packets, a backend without frames or that refuses
+ * to send), and the encapsulation step end to end.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "node_pair.h"
+
+#define IOVA 0x10000000ull
+#define MEM (256u << 10)
+
+static struct np_host H[2];
+static struct np_memio IO[2];
+static struct np_host *HP[2] = { &H[0], &H[1] };
+static struct fc_txn *conn[2];
+static uint32_t qpn[2];
+
+/* a test encapsulation: 4-byte magic header, 4-byte trailer with the length */
+static int enc_fail_seal, enc_fail_open, enc_opened;
+
+static int t_seal(void *ctx, struct fc_frame *f, uint32_t len)
+{
+	(void)ctx;
+	if (enc_fail_seal)
+		return -EIO;
+	memcpy(f->buf, "FENC", 4);
+	memcpy(f->buf + 4 + len, &len, 4);
+	f->len = len + 8;
+	return 0;
+}
+
+static int t_open(void *ctx, struct fc_frame *f)
+{
+	uint32_t len;
+
+	(void)ctx;
+	if (enc_fail_open || f->len < 8 || memcmp(f->buf, "FENC", 4))
+		return -EBADMSG;
+	memcpy(&len, f->buf + f->len - 4, 4);
+	if (len != f->len - 8)
+		return -EBADMSG;
+	f->buf += 4;
+	f->len = len;
+	enc_opened++;
+	return 0;
+}
+
+static const struct fc_encap_ops t_encap = {
+	.headroom = 4, .tailroom = 4, .seal = t_seal, .open = t_open,
+};
+
+static void setup_pair(const struct fc_encap_ops *encap, uint32_t max_conns)
+{
+	struct fc_txn_conn_cfg cc;
+	struct fc_rdma_qp_init qi;
+
+	enc_fail_seal = enc_fail_open = enc_opened = 0;
+	for (int x = 0; x < 2; x++) {
+		struct fc_node_cfg nc;
+		struct fc_peer_addr pa = { .len = 1, .bytes = { (uint8_t)(1 - x) } };
+
+		assert_int_equal(np_memio_init(&IO[x], &IO[1 - x], (uint8_t)x), 0);
+		fc_node_cfg_default(&nc);
+		nc.io = &np_memio_ops;
+		nc.io_ctx = &IO[x];
+		nc.encap = encap;
+		nc.txn.max_conns = nc.rdma.max_conns = max_conns;
+		assert_int_equal(np_host_init(&H[x], &nc, MEM, IOVA, 256, &pa, 3u + (uint32_t)x), 0);
+	}
+	fc_txn_conn_cfg_default(&cc);
+	cc.pdl.max_retx = 50; /* the encapsulation test keeps a packet failing for a while */
+	fc_rdma_qp_init_default(&qi);
+	assert_int_equal(np_connect_rc(&H[0], &H[1], &cc, &qi, conn, qpn), 0);
+}
+
+static void teardown(void)
+{
+	for (int x = 0; x < 2; x++) {
+		np_host_fini(&H[x]);
+		np_memio_fini(&IO[x]);
+	}
+}
+
+/* One 1 KiB WRITE from H[0] to H[1]; returns its completion status (-1: none). */
+static int write_1k(uint64_t now)
+{
+	struct fc_sge sge = { .addr = IOVA, .len = 1024, .lkey = H[0].k.lkey };
+	struct fc_rdma_send_wr wr = { .wr_id = 7, .opcode = FC_RDMA_WR_WRITE, .num_sge = 1,
+				      .sgl = &sge, .rkey = H[1].k.rkey, .remote_addr = IOVA + 4096 };
+	struct fc_rdma_wc wc;
+
+	for (int i = 0; i < 1024; i++)
+		H[0].mem[i] = (uint8_t)(i * 7 + 1);
+	assert_int_equal(fc_rdma_post_send(fc_node_rdma(H[0].n), qpn[0], &wr, now), 0);
+	for (int step = 0; step < 100; step++) {
+		np_memio_pump(HP, IO, now + (uint64_t)step * 100000);
+		if (fc_rdma_poll_cq(fc_node_rdma(H[0].n), H[0].scq, &wc, 1) == 1)
+			return wc.status;
+	}
+	return -1;
+}
+
+static void test_write_through_encap(void **state)
+{
+	(void)state;
+	setup_pair(&t_encap, 64);
+	assert_int_equal(write_1k(1000), FC_WC_SUCCESS);
+	assert_memory_equal(H[1].mem + 4096, H[0].mem, 1024);
+	assert_true(enc_opened >= 2); /* the data packet and its ACK */
+	for (int x = 0; x < 2; x++) {
+		const struct fc_node_counters *c = fc_node_counters(H[x].n);
+
+		assert_true(c->tx_frames > 0);
+		assert_int_equal(c->rx_frames, fc_node_counters(H[1 - x].n)->tx_frames);
+		assert_int_equal(c->rx_encap_err + c->rx_unknown_cid + c->rx_peer_mismatch +
+				 c->rx_short + c->rx_engine_err, 0);
+	}
+	teardown();
+}
+
+/* Frames the node must drop, each counted under its own reason. */
+static void test_rx_drops(void **state)
+{
+	const struct fc_node_counters *c;
+	struct fc_peer_addr stranger = { .len = 1, .bytes = { 9 } };
+	uint8_t buf[256];
+	struct fc_frame f;
+	uint32_t cid;
+
+	(void)state;
+	setup_pair(NULL, 64);
+	cid = fc_txn_local_cid(conn[1]); /* H[1]'s connection: frames to H[1] name it */
+	c = fc_node_counters(H[1].n);
+
+	/* a frame too short for a CID */
+	f = (struct fc_frame){ .buf = buf, .len = 3, .peer = &IO[0].self };
+	assert_int_equal(fc_node_rx_batch(H[1].n, &f, 1), 0);
+	assert_int_equal(c->rx_short, 1);
+
+	/* a CID nobody holds */
+	memset(buf, 0, sizeof(buf));
+	buf[0] = 0x10; /* version 1, CID 0 (slot 0 with generation 0: never handed out) */
+	f = (struct fc_frame){ .buf = buf, .len = 64, .peer = &IO[0].self };
+	assert_int_equal(fc_node_rx_batch(H[1].n, &f, 1), 0);
+	assert_int_equal(c->rx_unknown_cid, 1);
+
+	/* our CID, from a peer that is not the connection's */
+	buf[1] = (uint8_t)(cid >> 16);
+	buf[2] = (uint8_t)(cid >> 8);
+	buf[3] = (uint8_t)cid;
+	f = (struct fc_frame){ .buf = buf, .len = 64, .peer = &stranger };
+	assert_int_equal(fc_node_rx_batch(H[1].n, &f, 1), 0);
+	assert_int_equal(c->rx_peer_mismatch, 1);
+
+	/* our CID from the right peer, but garbage behind it: the engine cannot decode it */
+	memset(buf + 4, 0xEE, 60);
+	f = (struct fc_frame){ .buf = buf, .len = 64, .peer = &IO[0].self };
+	assert_int_equal(fc_node_rx_batch(H[1].n, &f, 1), 0);
+	assert_int_equal(c->rx_engine_err, 1);
+	assert_int_equal(c->rx_frames, 4);
+
+	/* the connection still works */
+	assert_int_equal(write_1k(1000), FC_WC_SUCCESS);
+	teardown();
+}
+
+static void test_encap_failures(void **state)
+{
+	(void)state;
+	setup_pair(&t_encap, 64);
+	enc_fail_open = 1; /* every frame fails its check: nothing gets through */
+	assert_int_equal(write_1k(1000), -1);
+	assert_true(fc_node_counters(H[1].n)->rx_encap_err > 0);
+	enc_fail_open = 0;
+	enc_fail_seal = 1; /* nothing can be sent */
+	np_memio_pump(HP, IO, 20000000ull);
+	assert_true(fc_node_counters(H[0].n)->tx_encap_err > 0);
+	enc_fail_seal = 0;
+	/* the PDL retransmits: the WRITE completes once the step works again */
+	for (int step = 1; step < 200; step++) {
+		struct fc_rdma_wc wc;
+
+		np_memio_pump(HP, IO, 20000000ull + (uint64_t)step * 2000000);
+		if (fc_rdma_poll_cq(fc_node_rdma(H[0].n), H[0].scq, &wc, 1) == 1) {
+			assert_int_equal(wc.status, FC_WC_SUCCESS);
+			assert_memory_equal(H[1].mem + 4096, H[0].mem, 1024);
+			teardown();
+			return;
+		}
+	}
+	fail_msg("the WRITE never completed after the encapsulation recovered");
+}
+
+/* A backend without free frames, and one that refuses to send. */
+static void test_backend_pressure(void **state)
+{
+	uint32_t saved;
+
+	(void)state;
+	setup_pair(NULL, 64);
+	saved = IO[0].nfree;
+	IO[0].nfree = 0; /* no frames */
+	{
+		struct fc_sge sge = { .addr = IOVA, .len = 8, .lkey = H[0].k.lkey };
+		struct fc_rdma_send_wr wr = { .wr_id = 1, .opcode = FC_RDMA_WR_WRITE, .num_sge = 1,
+					      .sgl = &sge, .rkey = H[1].k.rkey,
+					      .remote_addr = IOVA };
+
+		assert_int_equal(fc_rdma_post_send(fc_node_rdma(H[0].n), qpn[0], &wr, 10), 0);
+	}
+	assert_int_equal(fc_node_poll_tx(H[0].n, 10, 8), 0);
+	assert_true(fc_node_counters(H[0].n)->tx_no_frame > 0);
+	IO[0].nfree = saved;
+	/* the peer's inbox is full: the backend takes nothing, the node counts the drop */
+	IO[1].nin = NP_POOL;
+	assert_int_equal(fc_node_poll_tx(H[0].n, 20, 8), 1);
+	assert_int_equal(fc_node_counters(H[0].n)->tx_io_drop, 1);
+	assert_int_equal(fc_node_counters(H[0].n)->tx_frames, 0);
+	IO[1].nin = 0;
+	teardown();
+}
+
+/* The CM's two steps and the CID table. */
+static void test_cid_lifecycle(void **state)
+{
+	struct fc_txn_conn_cfg cc;
+	uint32_t cid, cid2, peer;
+	struct fc_peer_addr pa = { .len = 1, .bytes = { 1 } }, big = { .len = 0 };
+	struct fc_node *n;
+
+	(void)state;
+	setup_pair(NULL, 4);
+	n = H[0].n;
+	fc_txn_conn_cfg_default(&cc);
+	/* peers: the same address is the same peer; bad ones are refused */
+	assert_int_equal(fc_node_peer_add(n, &pa, &peer), 0);
+	assert_int_equal(peer, H[0].peer);
+	assert_int_equal(fc_node_peer_add(n, &big, &peer), -EINVAL);
+	assert_int_equal(fc_node_cid_reserve(n, 77, &cid), -EINVAL);
+	/* open needs a reservation; a released one is gone */
+	assert_null(fc_node_conn_open(n, 0x123, &cc));
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(fc_node_cid_reserve(n, H[0].peer, &cid), 0);
+	assert_int_equal(fc_node_cid_release(n, cid), 0);
+	assert_int_equal(fc_node_cid_release(n, cid), -ENOENT);
+	assert_null(fc_node_conn_open(n, cid, &cc));
+	/* 4 slots: one used by the pair, three more, then none */
+	assert_int_equal(fc_node_cid_reserve(n, H[0].peer, &cid), 0);
+	assert_int_equal(fc_node_cid_reserve(n, H[0].peer, &cid2), 0);
+	assert_int_not_equal(cid, cid2);
+	assert_int_equal(fc_node_cid_reserve(n, H[0].peer, &peer), 0);
+	assert_int_equal(fc_node_cid_reserve(n, H[0].peer, &peer), -ENOSPC);
+	cc.pdl.remote_cid = 5;
+	{
+		struct fc_txn *t = fc_node_conn_open(n, cid, &cc);
+
+		assert_non_null(t);
+		assert_int_equal(fc_txn_local_cid(t), cid);
+		assert_int_equal(fc_node_conn_peer(n, t), H[0].peer);
+		/* another node's connection (same CID there) is not ours to close */
+		assert_int_equal(fc_node_conn_close(H[1].n, t), -ENOENT);
+		assert_int_equal(fc_node_conn_close(n, t), 0);
+	}
+	/* the slot comes back with a new CID: the old one stays unknown */
+	assert_int_equal(fc_node_cid_reserve(n, H[0].peer, &cid2), 0);
+	assert_int_equal(cid2 & (FC_NODE_CONNS_MAX - 1), cid & (FC_NODE_CONNS_MAX - 1));
+	assert_int_not_equal(cid2, cid);
+	/* a connection with a QP cannot be closed */
+	assert_int_equal(fc_node_conn_close(n, conn[0]), -EBUSY);
+	teardown();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_through_encap),
+		cmocka_unit_test(test_rx_drops),
+		cmocka_unit_test(test_encap_failures),
+		cmocka_unit_test(test_backend_pressure),
+		cmocka_unit_test(test_cid_lifecycle),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
