@@ -59,7 +59,7 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 
 # node: one Falcon endpoint, the engine behind an I/O backend (daemon/node.c), shared by
 # falcond, the simulator tests and the benchmarks
-NODE_SRCS := daemon/node.c
+NODE_SRCS := daemon/node.c daemon/io_udp.c
 NODE_OBJS := $(NODE_SRCS:%.c=$(BUILD)/%.o)
 NODE_LIB := $(BUILD)/libfcnode.a
 
