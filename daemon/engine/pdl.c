@@ -40,6 +40,7 @@ struct fc_txpkt {
 	uint8_t rnr;          /* timer armed by an RNR NACK: expiry is not a retry */
 	uint8_t status;       /* enum fc_tx_status to report on release */
 	uint8_t nack_code;
+	uint8_t last;         /* fc_pdl_tx_req.last */
 };
 
 struct fc_txwin {
@@ -315,7 +316,7 @@ int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *r)
 		.cookie = r->cookie, .payload = r->payload, .len = r->len, .rsn = r->rsn,
 		.req_len = r->req_len, .type = r->type, .orig_type = r->type,
 		.state = TXS_QUEUED, .seq = p->seq++, .deadline_ns = UINT64_MAX,
-		.status = FC_TX_ACKED,
+		.status = FC_TX_ACKED, .last = r->last ? 1 : 0,
 	};
 	w->npsn++;
 	return 0;
@@ -400,7 +401,15 @@ static int send_pkt(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 		    int retx, uint64_t now, void *buf, size_t cap)
 {
 	int ar = retx || k->type == FC_PKT_RESYNC ? 1 : want_ar(p);
-	int n = build_data(p, k, psn, ar, buf, cap);
+	int n;
+
+	/* AR policy (9.1.3.1): also on the packet that empties the connection's transmit
+	 * queue, so that the last packet of a burst (a lone operation) is acknowledged at
+	 * once rather than after the ACK coalescing time */
+	if (!retx && k->last && p->tx[0].npsn == p->tx[0].next_new + (win_of(k->type) == 0) &&
+	    p->tx[1].npsn == p->tx[1].next_new + (win_of(k->type) == 1))
+		ar = 1;
+	n = build_data(p, k, psn, ar, buf, cap);
 
 	if (n < 0)
 		return n;

@@ -70,6 +70,10 @@ struct fc_pdl_tx_req {
 	const void *payload; /* ULP headers + data; valid until ops->tx_done */
 	uint32_t len;
 	uint64_t cookie;     /* opaque, returned in tx_done */
+	uint8_t last;        /* the ULP has nothing queued behind this packet: when it goes
+			      * out with nothing unsent behind it in the PDL either, it asks
+			      * for an ACK (AR), so a lone operation is acknowledged at once
+			      * instead of by the coalescing timer (our AR policy, 9.1.3.1) */
 };
 
 /* A packet the PDL delivers to the transaction sublayer (9.2.2: passed all checks). */

@@ -1377,6 +1377,7 @@ static int hand_to_pdl(struct fc_txn *t, int qi)
 	struct fc_pdl_tx_req r = {
 		.type = k->type, .rsn = k->rsn, .payload = k->buf, .len = k->len, .cookie = idx,
 		.req_len = (uint16_t)k->resp_len,
+		.last = t->q[Q_REQ].len + t->q[Q_DATA].len == 1, /* nothing queued behind it */
 	};
 	int w = win_of(k->type), rc = fc_pdl_submit(t->pdl, &r);
 

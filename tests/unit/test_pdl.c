@@ -524,6 +524,41 @@ static void test_rnr_retx_not_early_on_same_unit_eack(void **state)
 	teardown_pair();
 }
 
+static void submit_last(struct ep *e, uint32_t rsn, int i, int last)
+{
+	struct fc_pdl_tx_req r = { .type = FC_PKT_PUSH_DATA, .rsn = rsn, .payload = payload[i],
+				   .len = 100, .cookie = (uint64_t)i, .last = (uint8_t)last };
+
+	assert_int_equal(fc_pdl_submit(e->p, &r), 0);
+}
+
+/* Our AR policy (9.1.3.1): the packet that empties the transmit queue asks for an ACK
+ * when the ULP marked it last; the receiver answers at once instead of after the
+ * coalescing time. A packet marked last with more unsent behind it in the PDL does not. */
+static void test_ar_on_emptying_packet(void **state)
+{
+	struct held h[4];
+	struct fc_falcon_pkt f;
+
+	(void)state;
+	setup_pair(NULL);
+	submit_last(A, 1, 0, 0);
+	submit_last(A, 2, 1, 1); /* last from the ULP, but 3 is submitted behind it */
+	submit_last(A, 3, 2, 1);
+	assert_int_equal(hold(A, 1 * US, h, 4), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_true(fc_falcon_decode(h[i].buf, (size_t)h[i].len, &f) >= 0);
+		assert_int_equal(f.ar, i == 2); /* fcwnd 32: the 10 % policy marks none of these */
+	}
+	deliver_held(B, h, 3, 1 * US);
+	/* B acknowledges at once (auto_ack: ULP acks inside deliver), no 8 us wait */
+	assert_int_equal(pump(B, A, 1 * US, NULL, NULL, NULL), 1);
+	assert_int_equal(A->ndone, 3);
+	assert_int_equal(C(B)->acks_by_request, 1);
+	assert_int_equal(C(B)->acks_by_timer, 0);
+	teardown_pair();
+}
+
 /* 9.2.4 for the ULP error codes: the packet is replaced by a Resync with the matching
  * resync code; the ACK of the Resync releases the original as NACKED with the code. */
 static void run_ulp_error(uint8_t nack_code, uint8_t want_resync)
@@ -931,6 +966,7 @@ int main(void)
 		cmocka_unit_test(test_exhausted_then_resync_acked),
 		cmocka_unit_test(test_push_rnr),
 		cmocka_unit_test(test_rnr_retx_not_early_on_same_unit_eack),
+		cmocka_unit_test(test_ar_on_emptying_packet),
 		cmocka_unit_test(test_nack_cie),
 		cmocka_unit_test(test_nack_nre),
 		cmocka_unit_test(test_nack_cid),
