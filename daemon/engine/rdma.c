@@ -306,11 +306,14 @@ static struct conn *conn_of(const struct fc_rdma *d, struct fc_txn *t)
 
 	if (!t)
 		return NULL;
+	/* O(1): the context must be one of our records (compared as addresses, no
+	 * dereference before that is known) and bound to t */
 	c = fc_txn_ctx(t);
-	for (uint32_t i = 0; i < d->cfg.max_conns; i++)
-		if (&d->conn[i] == c && c->used && c->t == t)
-			return c;
-	return NULL;
+	if ((uintptr_t)c < (uintptr_t)d->conn ||
+	    (uintptr_t)c >= (uintptr_t)(d->conn + d->cfg.max_conns) ||
+	    ((uintptr_t)c - (uintptr_t)d->conn) % sizeof(*c))
+		return NULL;
+	return c->used && c->t == t ? c : NULL;
 }
 
 static void set_now(struct fc_rdma *d, uint64_t now)

@@ -106,11 +106,13 @@ struct fc_txn {
 	int in_pdl, want_credits;
 	uint8_t *iscratch, *tscratch;
 	struct fc_txn_counters cnt;
-};
 
-struct cid_ent {
-	uint32_t cid;
-	struct fc_txn *t;
+	/* the engine's lists, so that no per-packet path looks at every connection */
+	uint32_t rd_next, rd_prev; /* ready list (slots): may have something to send */
+	uint32_t cw_next;          /* credit-wait FIFO (slots) */
+	uint32_t hpos;             /* place in the timer heap, NONE when not in it */
+	uint64_t dl_ns;            /* cached earliest deadline (PDL, transactions, RNR) */
+	uint8_t on_ready, on_cwait;
 };
 
 struct fc_txn_engine {
@@ -124,8 +126,15 @@ struct fc_txn_engine {
 	uint32_t *cell_next;
 	uint32_t ncells, cell_free, cells_free;
 	struct fc_txn **conn;
-	struct cid_ent *cids;
-	uint32_t ncids, rr;
+	uint32_t slot_hint;
+	/* CID -> slot, open addressing with linear probing, 2 x max_conns rounded up to a
+	 * power of 2: O(1) lookups for any CID the CM chose */
+	uint32_t *ht, ht_mask;
+	/* connections that may have output, in round-robin order (8.3); connections waiting
+	 * for credits, in the order they ran out; a min-heap of slots by cached deadline */
+	uint32_t rd_head, rd_tail, cw_head, cw_tail;
+	uint32_t *heap, nheap;
+	uint32_t *expired;         /* on_timer's scratch, max_conns */
 	int released, flushing;
 	uint64_t unknown_cid;
 	/* occupancy of the network-request Rx pools, as the ACKs report it (10.2) */
@@ -474,6 +483,8 @@ static void pdl_answer(struct fc_txn *t, uint32_t psn, int ack, uint8_t code, ui
 	t->act[t->nact++] = a;
 }
 
+static void touch(struct fc_txn *t);
+
 static void conn_finish(struct fc_txn *t)
 {
 	if (t->in_pdl)
@@ -481,20 +492,165 @@ static void conn_finish(struct fc_txn *t)
 	for (uint32_t i = 0; i < t->nact && !t->dead; i++)
 		do_action(t, &t->act[i]);
 	t->nact = 0;
+	touch(t);
 }
 
-/* Tell connections that saw -EAGAIN that resources came back (8.2.3). */
+/* ---- ready list ---- */
+
+static void ready_add(struct fc_txn_engine *e, struct fc_txn *t)
+{
+	if (t->on_ready)
+		return;
+	t->on_ready = 1;
+	t->rd_next = NONE;
+	t->rd_prev = e->rd_tail;
+	if (e->rd_tail != NONE)
+		e->conn[e->rd_tail]->rd_next = t->slot;
+	else
+		e->rd_head = t->slot;
+	e->rd_tail = t->slot;
+}
+
+static void ready_del(struct fc_txn_engine *e, struct fc_txn *t)
+{
+	if (!t->on_ready)
+		return;
+	if (t->rd_prev != NONE)
+		e->conn[t->rd_prev]->rd_next = t->rd_next;
+	else
+		e->rd_head = t->rd_next;
+	if (t->rd_next != NONE)
+		e->conn[t->rd_next]->rd_prev = t->rd_prev;
+	else
+		e->rd_tail = t->rd_prev;
+	t->on_ready = 0;
+}
+
+/* ---- timer heap: slots by cached deadline ---- */
+
+static uint64_t hkey(const struct fc_txn_engine *e, uint32_t i) { return e->conn[e->heap[i]]->dl_ns; }
+
+static void hswap(struct fc_txn_engine *e, uint32_t a, uint32_t b)
+{
+	uint32_t x = e->heap[a];
+
+	e->heap[a] = e->heap[b];
+	e->heap[b] = x;
+	e->conn[e->heap[a]]->hpos = a;
+	e->conn[e->heap[b]]->hpos = b;
+}
+
+static void hsift(struct fc_txn_engine *e, uint32_t i)
+{
+	while (i && hkey(e, (i - 1) / 2) > hkey(e, i)) {
+		hswap(e, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+
+		if (l < e->nheap && hkey(e, l) < hkey(e, m))
+			m = l;
+		if (l + 1 < e->nheap && hkey(e, l + 1) < hkey(e, m))
+			m = l + 1;
+		if (m == i)
+			return;
+		hswap(e, i, m);
+		i = m;
+	}
+}
+
+static void heap_del(struct fc_txn_engine *e, struct fc_txn *t)
+{
+	uint32_t i = t->hpos;
+
+	if (i == NONE)
+		return;
+	t->hpos = NONE;
+	if (i != --e->nheap) {
+		e->heap[i] = e->heap[e->nheap];
+		e->conn[e->heap[i]]->hpos = i;
+		hsift(e, i);
+	}
+}
+
+static void heap_set(struct fc_txn_engine *e, struct fc_txn *t, uint64_t dl)
+{
+	t->dl_ns = dl;
+	if (dl == UINT64_MAX) {
+		heap_del(e, t);
+		return;
+	}
+	if (t->hpos == NONE) {
+		t->hpos = e->nheap;
+		e->heap[e->nheap++] = t->slot;
+	}
+	hsift(e, t->hpos);
+}
+
+static uint64_t ini_deadline(const struct fc_txn *t);
+static uint64_t tgt_deadline(const struct fc_txn *t);
+
+/* After anything happened on t: it may have output (ready list; poll_tx drops it again
+ * when it has none) and its earliest deadline may have moved (heap). Every entry point
+ * that can change a connection's state ends here. */
+static void touch(struct fc_txn *t)
+{
+	struct fc_txn_engine *e = t->e;
+	uint64_t d, x;
+
+	if (t->dead) {
+		ready_del(e, t);
+		heap_del(e, t);
+		return;
+	}
+	ready_add(e, t);
+	d = fc_pdl_next_deadline(t->pdl);
+	x = ini_deadline(t);
+	if (x < d)
+		d = x;
+	x = tgt_deadline(t);
+	if (x < d)
+		d = x;
+	heap_set(e, t, d);
+}
+
+/* ---- credit waiters ---- */
+
+static void want_credits(struct fc_txn *t)
+{
+	struct fc_txn_engine *e = t->e;
+
+	t->want_credits = 1;
+	if (t->on_cwait)
+		return;
+	t->on_cwait = 1;
+	t->cw_next = NONE;
+	if (e->cw_tail != NONE)
+		e->conn[e->cw_tail]->cw_next = t->slot;
+	else
+		e->cw_head = t->slot;
+	e->cw_tail = t->slot;
+}
+
+/* Tell connections that saw -EAGAIN that resources came back (8.2.3), in the order they
+ * ran out. Waiters that run out again during a callback queue up for the next round. */
 static void engine_flush(struct fc_txn_engine *e)
 {
 	if (e->flushing)
 		return;
 	e->flushing = 1;
 	for (int round = 0; round < 2 && e->released; round++) {
+		uint32_t i = e->cw_head;
+
 		e->released = 0;
-		for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
+		e->cw_head = e->cw_tail = NONE;
+		while (i != NONE) {
 			struct fc_txn *t = e->conn[i];
 
-			if (!t || !t->want_credits)
+			i = t->cw_next;
+			t->on_cwait = 0;
+			if (!t->want_credits)
 				continue;
 			t->want_credits = 0;
 			if (t->ops->credits)
@@ -660,7 +816,7 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 	if (t->nrsn - t->brsn > t->imask || !res_fits(t, need, 0)) {
 		if (t->cfg.mn)
 			return reject_mn(t, kind, cookie);
-		t->want_credits = 1;
+		want_credits(t);
 		t->cnt.submit_eagain++;
 		return -EAGAIN;
 	}
@@ -691,6 +847,7 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 		t->cnt.pull_ulp++;
 	if (rsn_out)
 		*rsn_out = rsn;
+	touch(t);
 	return 0;
 }
 
@@ -1197,7 +1354,7 @@ int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 	need[FC_TXN_DATA_PKT_TX] = 1;
 	need[FC_TXN_DATA_BUF_TX] = ceil_div(len, e->cfg.tx_cell_bytes);
 	if (!res_fits(t, need, 0)) {
-		t->want_credits = 1;
+		want_credits(t);
 		t->cnt.submit_eagain++;
 		return -EAGAIN;
 	}
@@ -1216,6 +1373,7 @@ int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 	s->state = FC_TXN_PULL_DATA_ULP_RX;
 	s->txp = k;
 	t->cnt.pull_data_ulp++;
+	touch(t);
 	return 0;
 }
 
@@ -1433,24 +1591,26 @@ static int conn_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
 int fc_txn_engine_poll_tx(struct fc_txn_engine *e, uint64_t now, void *buf, size_t cap,
 			  struct fc_txn **from)
 {
-	uint32_t m = e->cfg.max_conns;
-
 	if (cap < FC_FALCON_HDR_MAX + (size_t)e->cfg.mtu_bytes)
 		return -FC_WIRE_ENOSPC;
-	for (uint32_t i = 0; i < m; i++) { /* round robin across connections (8.3) */
-		uint32_t c = (e->rr + i) % m;
-		struct fc_txn *t = e->conn[c];
+	/* round robin across the connections that may have output (8.3): the head sends
+	 * one packet and goes to the tail; one with nothing to send leaves the list until
+	 * something happens to it. Bounded: a callback may put a connection back, so stop
+	 * after twice the table's size. */
+	for (uint32_t i = 0; i < 2 * e->cfg.max_conns && e->rd_head != NONE; i++) {
+		struct fc_txn *t = e->conn[e->rd_head];
 		int n;
 
-		if (!t || t->dead)
+		ready_del(e, t);
+		if (t->dead)
 			continue;
 		set_now(t, now);
 		n = conn_poll(t, now, buf, cap);
-		if (n > 0) {
-			e->rr = (c + 1) % m;
-			if (from)
-				*from = t;
-		}
+		touch(t); /* back on the list (tail) and its deadline refreshed */
+		if (n <= 0)
+			ready_del(e, t); /* nothing now: off until it is touched again */
+		if (n > 0 && from)
+			*from = t;
 		if (n) {
 			engine_flush(e);
 			return n;
@@ -1463,21 +1623,22 @@ int fc_txn_engine_poll_tx(struct fc_txn_engine *e, uint64_t now, void *buf, size
 /* ------------------------------------------------------------------------ */
 /* receive path and timers                                                    */
 
+static uint32_t cid_hash(const struct fc_txn_engine *e, uint32_t cid)
+{
+	return (cid * 0x9E3779B1u) & e->ht_mask;
+}
+
 static struct fc_txn *cid_lookup(const struct fc_txn_engine *e, uint32_t cid)
 {
-	uint32_t lo = 0, hi = e->ncids;
+	/* bounded: the table is at most half full, so a free entry ends every probe */
+	for (uint32_t h = cid_hash(e, cid);; h = (h + 1) & e->ht_mask) {
+		uint32_t s = e->ht[h];
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (e->cids[mid].cid == cid)
-			return e->cids[mid].t;
-		if (e->cids[mid].cid < cid)
-			lo = mid + 1;
-		else
-			hi = mid;
+		if (s == NONE)
+			return NULL;
+		if (e->conn[s]->cfg.pdl.local_cid == cid)
+			return e->conn[s];
 	}
-	return NULL;
 }
 
 int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint64_t tx_ns,
@@ -1505,31 +1666,23 @@ int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint6
 
 uint64_t fc_txn_engine_next_deadline(const struct fc_txn_engine *e)
 {
-	uint64_t d = UINT64_MAX;
-
-	for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
-		const struct fc_txn *t = e->conn[i];
-		uint64_t x;
-
-		if (!t || t->dead)
-			continue;
-		x = fc_pdl_next_deadline(t->pdl);
-		if (x < d)
-			d = x;
-		x = ini_deadline(t);
-		if (x < d)
-			d = x;
-		x = tgt_deadline(t);
-		if (x < d)
-			d = x;
-	}
-	return d;
+	return e->nheap ? hkey(e, 0) : UINT64_MAX;
 }
 
 void fc_txn_engine_on_timer(struct fc_txn_engine *e, uint64_t now)
 {
-	for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
-		struct fc_txn *t = e->conn[i];
+	uint32_t n = 0;
+
+	/* take every expired connection off the heap first: each runs once per call even if
+	 * its deadline stays due ("has output now"), and callbacks may re-add any of them */
+	while (e->nheap && hkey(e, 0) <= now) {
+		struct fc_txn *t = e->conn[e->heap[0]];
+
+		heap_del(e, t);
+		e->expired[n++] = t->slot;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct fc_txn *t = e->conn[e->expired[i]];
 
 		if (!t || t->dead)
 			continue;
@@ -1581,9 +1734,17 @@ struct fc_txn_engine *fc_txn_engine_new(const struct fc_txn_engine_cfg *cfg)
 	e->cellmem = malloc((size_t)ncell * cfg->rx_cell_bytes);
 	e->cell_next = calloc(ncell, sizeof(*e->cell_next));
 	e->conn = calloc(cfg->max_conns, sizeof(*e->conn));
-	e->cids = calloc(cfg->max_conns, sizeof(*e->cids));
-	if (!e->txp || !e->txmem || !e->cellmem || !e->cell_next || !e->conn || !e->cids)
+	for (e->ht_mask = 1; e->ht_mask < 2 * cfg->max_conns; e->ht_mask <<= 1)
+		;
+	e->ht = malloc(e->ht_mask * sizeof(*e->ht));
+	e->ht_mask--;
+	e->heap = calloc(cfg->max_conns, sizeof(*e->heap));
+	e->expired = calloc(cfg->max_conns, sizeof(*e->expired));
+	if (!e->txp || !e->txmem || !e->cellmem || !e->cell_next || !e->conn || !e->ht ||
+	    !e->heap || !e->expired)
 		goto nomem;
+	memset(e->ht, 0xFF, ((size_t)e->ht_mask + 1) * sizeof(*e->ht)); /* NONE */
+	e->rd_head = e->rd_tail = e->cw_head = e->cw_tail = NONE;
 	e->ntxp = ntx;
 	e->txp_free = NONE;
 	for (uint32_t i = ntx; i-- > 0;) {
@@ -1616,7 +1777,9 @@ void fc_txn_engine_free(struct fc_txn_engine *e)
 	free(e->cellmem);
 	free(e->cell_next);
 	free(e->conn);
-	free(e->cids);
+	free(e->ht);
+	free(e->heap);
+	free(e->expired);
 	free(e);
 }
 
@@ -1638,29 +1801,38 @@ static void conn_free_mem(struct fc_txn *t)
 	free(t);
 }
 
-/* Insert t into the CID map (sorted). Returns 0 or -EEXIST. */
-static int cid_insert(struct fc_txn_engine *e, struct fc_txn *t)
+/* Insert t (its CID not in the table: checked by the caller). */
+static void cid_insert(struct fc_txn_engine *e, const struct fc_txn *t)
 {
-	uint32_t cid = t->cfg.pdl.local_cid, i = 0;
+	uint32_t h = cid_hash(e, t->cfg.pdl.local_cid);
 
-	while (i < e->ncids && e->cids[i].cid < cid)
-		i++;
-	if (i < e->ncids && e->cids[i].cid == cid)
-		return -EEXIST;
-	memmove(&e->cids[i + 1], &e->cids[i], (e->ncids - i) * sizeof(*e->cids));
-	e->cids[i] = (struct cid_ent){ .cid = cid, .t = t };
-	e->ncids++;
-	return 0;
+	while (e->ht[h] != NONE)
+		h = (h + 1) & e->ht_mask;
+	e->ht[h] = t->slot;
 }
 
+/* Remove t, closing the gap so that every probe still finds its entry (linear probing's
+ * backward-shift deletion). */
 static void cid_remove(struct fc_txn_engine *e, const struct fc_txn *t)
 {
-	for (uint32_t i = 0; i < e->ncids; i++)
-		if (e->cids[i].t == t) {
-			memmove(&e->cids[i], &e->cids[i + 1], (e->ncids - i - 1) * sizeof(*e->cids));
-			e->ncids--;
+	uint32_t h = cid_hash(e, t->cfg.pdl.local_cid), j;
+
+	while (e->ht[h] != t->slot) {
+		if (e->ht[h] == NONE)
 			return;
+		h = (h + 1) & e->ht_mask;
+	}
+	e->ht[h] = NONE;
+	for (j = (h + 1) & e->ht_mask; e->ht[j] != NONE; j = (j + 1) & e->ht_mask) {
+		uint32_t home = cid_hash(e, e->conn[e->ht[j]]->cfg.pdl.local_cid);
+
+		/* the entry at j may move to the hole h if its home is not in (h, j] */
+		if (((j - home) & e->ht_mask) >= ((j - h) & e->ht_mask)) {
+			e->ht[h] = e->ht[j];
+			e->ht[j] = NONE;
+			h = j;
 		}
+	}
 }
 
 static struct fc_txn *conn_alloc(struct fc_txn_engine *e, const struct fc_txn_conn_cfg *cfg)
@@ -1696,12 +1868,15 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 		errno = EEXIST;
 		return NULL;
 	}
-	while (slot < e->cfg.max_conns && e->conn[slot])
-		slot++;
+	for (slot = 0; slot < e->cfg.max_conns; slot++) /* CM path, not per packet */
+		if (!e->conn[(e->slot_hint + slot) % e->cfg.max_conns])
+			break;
 	if (slot == e->cfg.max_conns) {
 		errno = ENOSPC;
 		return NULL;
 	}
+	slot = (e->slot_hint + slot) % e->cfg.max_conns;
+	e->slot_hint = slot + 1;
 	t = conn_alloc(e, cfg);
 	if (!t) {
 		errno = ENOMEM;
@@ -1732,8 +1907,10 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 	}
 	t->push_max = cfg->pdl_push_max ? cfg->pdl_push_max :
 		      (cfg->pdl.tx_window[FC_WIN_DATA] / 2 ? cfg->pdl.tx_window[FC_WIN_DATA] / 2 : 1);
-	cid_insert(e, t); /* cannot fail: looked up above */
+	t->hpos = t->rd_next = t->rd_prev = t->cw_next = NONE;
+	t->dl_ns = UINT64_MAX;
 	e->conn[slot] = t;
+	cid_insert(e, t); /* its CID was looked up above */
 	return t;
 }
 
@@ -1763,6 +1940,19 @@ void fc_txn_conn_free(struct fc_txn *t)
 	for (uint32_t i = 0; i <= t->tmask; i++)
 		tgt_release(t, &t->ts[i]);
 	cid_remove(e, t);
+	ready_del(e, t);
+	heap_del(e, t);
+	if (t->on_cwait) { /* unlink from the credit FIFO (CM path: walk it) */
+		uint32_t *pp = &e->cw_head, prev = NONE;
+
+		while (*pp != t->slot) {
+			prev = *pp;
+			pp = &e->conn[*pp]->cw_next;
+		}
+		*pp = t->cw_next;
+		if (e->cw_tail == t->slot)
+			e->cw_tail = prev;
+	}
 	e->conn[t->slot] = NULL;
 	conn_free_mem(t);
 }
