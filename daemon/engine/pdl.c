@@ -51,7 +51,8 @@ struct fc_txwin {
 	uint32_t orc;      /* RORC / DORC */
 	uint32_t orrc;     /* RORRC / DORRC */
 	uint32_t retx_pending;
-	struct fc_txpkt pkt[FC_TX_WIN_MAX];
+	uint32_t mask;     /* ring capacity - 1: the window rounded up to a power of 2 */
+	struct fc_txpkt *pkt;
 };
 
 struct fc_done {
@@ -100,7 +101,7 @@ struct fc_pdl {
 	struct fc_nack_out nackq[FC_PDL_NACK_QUEUE];
 	uint32_t nack_head, nack_len;
 
-	struct fc_done done[2 * FC_TX_WIN_MAX + 8];
+	struct fc_done *done; /* releases waiting for flush_done: both rings' capacity */
 	uint32_t ndone;
 	int flushing;
 
@@ -144,7 +145,7 @@ static enum fc_win_id win_of(uint8_t type)
 
 static struct fc_txpkt *txpkt(struct fc_txwin *w, uint32_t psn)
 {
-	return &w->pkt[psn & (FC_TX_WIN_MAX - 1)];
+	return &w->pkt[psn & w->mask];
 }
 
 static uint32_t ts24(uint64_t ns) { return fc_ns_to_ts(ns) & 0xFFFFFF; }
@@ -167,13 +168,23 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!rx) {
+	/* memory by size: each ring holds its window (rounded up to a power of 2), the
+	 * release queue what both can release at once */
+	for (int i = 0; i < 2; i++) {
+		uint32_t cap = 1;
+
+		while (cap < cfg->tx_window[i])
+			cap <<= 1;
+		p->tx[i].mask = cap - 1;
+		p->tx[i].pkt = calloc(cap, sizeof(*p->tx[i].pkt));
+	}
+	p->done = calloc(p->tx[0].mask + p->tx[1].mask + 2 + 8, sizeof(*p->done));
+	if (!rx)
 		rx = p->rx_own = calloc(1, sizeof(*rx));
-		if (!rx) {
-			free(p);
-			errno = ENOMEM;
-			return NULL;
-		}
+	if (!p->tx[0].pkt || !p->tx[1].pkt || !p->done || !rx) {
+		fc_pdl_free(p);
+		errno = ENOMEM;
+		return NULL;
 	}
 	p->cfg = *cfg;
 	p->ops = ops;
@@ -200,11 +211,21 @@ void fc_pdl_free(struct fc_pdl *p)
 {
 	if (!p)
 		return;
+	free(p->tx[0].pkt);
+	free(p->tx[1].pkt);
+	free(p->done);
 	free(p->rx_own);
 	free(p);
 }
 
 const struct fc_pdl_counters *fc_pdl_counters(const struct fc_pdl *p) { return &p->cnt; }
+
+size_t fc_pdl_mem_bytes(const struct fc_pdl *p)
+{
+	return sizeof(*p) + (p->tx[0].mask + 1 + p->tx[1].mask + 1) * sizeof(struct fc_txpkt) +
+	       (p->tx[0].mask + p->tx[1].mask + 2 + 8) * sizeof(struct fc_done) +
+	       (p->rx_own ? sizeof(*p->rx_own) : 0);
+}
 int fc_pdl_is_dead(const struct fc_pdl *p) { return p->dead; }
 uint32_t fc_pdl_path(const struct fc_pdl *p) { return p->path; }
 uint32_t fc_pdl_fcwnd_fp(const struct fc_pdl *p) { return p->fcwnd_fp; }
@@ -218,7 +239,7 @@ uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win)
 	uint32_t n = 0;
 
 	for (uint32_t psn = w->bpsn; psn != w->npsn; psn++)
-		if (w->pkt[psn & (FC_TX_WIN_MAX - 1)].state != TXS_ACKED)
+		if (w->pkt[psn & w->mask].state != TXS_ACKED)
 			n++;
 	return n;
 }
@@ -309,7 +330,7 @@ int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *r)
 	    (r->len && !r->payload) || r->len > FC_FALCON_PUSH_MAX)
 		return -EINVAL;
 	w = &p->tx[win_of(r->type)];
-	if (w->npsn - w->bpsn >= FC_TX_WIN_MAX)
+	if (w->npsn - w->bpsn > w->mask)
 		return -EAGAIN;
 	k = txpkt(w, w->npsn);
 	*k = (struct fc_txpkt){
@@ -1178,7 +1199,7 @@ uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 		const struct fc_txwin *w = &p->tx[i];
 
 		for (uint32_t q = w->bpsn; q != w->next_new; q++) {
-			const struct fc_txpkt *k = &w->pkt[q & (FC_TX_WIN_MAX - 1)];
+			const struct fc_txpkt *k = &w->pkt[q & w->mask];
 
 			if (k->state == TXS_INFLIGHT && k->deadline_ns < t)
 				t = k->deadline_ns;

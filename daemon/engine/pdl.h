@@ -27,7 +27,7 @@
 
 enum fc_win_id { FC_WIN_REQ = 0, FC_WIN_DATA = 1 };
 
-#define FC_TX_WIN_MAX 1024  /* capacity of a transmit window ring, packets */
+#define FC_TX_WIN_MAX 1024  /* largest transmit window, packets */
 #define FC_PDL_NACK_QUEUE 64 /* NACKs waiting to be sent; more are dropped and counted */
 
 #define FC_CC_P1 0x1u /* 10.6.1 predicate 1: time since the last event */
@@ -161,8 +161,9 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 void fc_pdl_free(struct fc_pdl *p);
 
 /* Queue a packet for transmission; assigns its PSN (9.1.3). Returns 0, -EAGAIN when the
- * transmit window ring is full (try again after releases), -EINVAL for a bad request,
- * -EPIPE after a fatal error. */
+ * window's ring is full (it holds tx_window packets, rounded up to a power of 2, sent or
+ * not; try again after releases), -EINVAL for a bad request, -EPIPE after a fatal
+ * error. */
 int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *req);
 
 /* A packet from the network (a whole Falcon packet, after PSP). tx_ns is the sender's
@@ -202,6 +203,8 @@ void fc_pdl_set_rxbuf_level(struct fc_pdl *p, uint8_t level);
 void fc_pdl_cc_apply(struct fc_pdl *p, const struct fc_cc_result *res);
 
 const struct fc_pdl_counters *fc_pdl_counters(const struct fc_pdl *p);
+/* Bytes this PDL allocated (struct, transmit rings, release queue, private rx windows). */
+size_t fc_pdl_mem_bytes(const struct fc_pdl *p);
 /* Packets submitted and not yet released, per window. */
 uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win);
 /* Packets submitted and not yet transmitted once, per window (the scheduler above keeps
