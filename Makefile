@@ -175,6 +175,7 @@ test: deps
 		--suite unit $(UNIT_BINS) \
 		--suite bpf $(BPFTEST_BINS) \
 		--suite sim $(SIM_BINS) \
+		--suite sim-xdp --args "--xdp" $(BUILD)/tests/sim/test_pdl_sim \
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)

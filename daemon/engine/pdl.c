@@ -651,7 +651,29 @@ static void piggyback(struct fc_pdl *p, uint32_t rrbpsn, uint32_t rdbpsn);
 static int queue_nack(struct fc_pdl *p, struct fc_win *w, enum fc_win_id win, uint32_t psn,
 		      const struct fc_pdl_nack *nk);
 
-static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_ns, uint64_t now)
+/* The window verdict of data packet f. XDP (DESIGN.md, one window, two users) runs
+ * fc_win_mark_rx on the shared window before the packet reaches us and passes only what
+ * it found new: such a packet is ours to process exactly once, so it is taken as NEW when
+ * its slot does show it received. A packet flagged so whose slot does not (cannot happen
+ * with our XDP program) is counted and classified here as usual. */
+static enum fc_win_verdict rx_verdict(struct fc_pdl *p, struct fc_win *w,
+				      const struct fc_falcon_pkt *f, int xdp_marked)
+{
+	int push = f->type == FC_PKT_PUSH_DATA;
+
+	if (xdp_marked && f->type != FC_PKT_RESYNC) {
+		if (fc_win_classify(fc_load_acq32(&w->base), w->size, f->psn) == FC_WIN_NEW &&
+		    (fc_win_flags(w, f->psn) & FC_SLOT_RX)) {
+			p->cnt.rx_xdp_marked++;
+			return FC_WIN_NEW;
+		}
+		p->cnt.rx_xdp_unmarked++;
+	}
+	return fc_win_mark_rx(w, f->psn, !push);
+}
+
+static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_ns, uint64_t now,
+		    int xdp_marked)
 {
 	enum fc_win_id wid = win_of(f->type);
 	struct fc_win *w = wid == FC_WIN_REQ ? &p->rx->req : &p->rx->data;
@@ -661,7 +683,7 @@ static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 	/* the piggybacked ACK is processed for duplicates too (section 11 receiver table) */
 	piggyback(p, f->rrbpsn, f->rdbpsn);
 	fc_rx_note_packet(p->rx, 0, fc_ns_to_ts(tx_ns), fc_ns_to_ts(now));
-	v = fc_win_mark_rx(w, f->psn, !push);
+	v = rx_verdict(p, w, f, xdp_marked);
 	switch (v) {
 	case FC_WIN_NEW:
 		break;
@@ -1149,6 +1171,14 @@ static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 
 int fc_pdl_rx(struct fc_pdl *p, const void *pkt, size_t len, uint64_t tx_ns, uint64_t now)
 {
+	struct fc_rx_meta m = { .tx_ns = tx_ns, .now_ns = now };
+
+	return fc_pdl_rx_meta(p, pkt, len, &m);
+}
+
+int fc_pdl_rx_meta(struct fc_pdl *p, const void *pkt, size_t len, const struct fc_rx_meta *m)
+{
+	uint64_t tx_ns = m->tx_ns, now = m->now_ns;
 	struct fc_falcon_pkt f;
 	int rc = fc_falcon_decode(pkt, len, &f);
 
@@ -1166,6 +1196,8 @@ int fc_pdl_rx(struct fc_pdl *p, const void *pkt, size_t len, uint64_t tx_ns, uin
 	}
 	p->cnt.rx_pkts++;
 	p->cnt.rx_bytes += len;
+	if (m->hops || m->ecn_ce)
+		fc_pdl_note_path(p, m->hops, m->ecn_ce);
 	switch (f.type) {
 	case FC_PKT_BACK:
 	case FC_PKT_EACK:
@@ -1175,7 +1207,7 @@ int fc_pdl_rx(struct fc_pdl *p, const void *pkt, size_t len, uint64_t tx_ns, uin
 		rx_nack(p, &f, tx_ns, now);
 		break;
 	default:
-		rx_data(p, &f, tx_ns, now);
+		rx_data(p, &f, tx_ns, now, m->xdp_marked);
 		break;
 	}
 	flush_done(p);

@@ -24,6 +24,7 @@
 #include "falcon/window.h"
 #include "falcon/wire.h"
 #include "rue_if.h"
+#include "rx_meta.h"
 
 enum fc_win_id { FC_WIN_REQ = 0, FC_WIN_DATA = 1 };
 
@@ -146,6 +147,8 @@ struct fc_pdl_counters {
 	uint64_t rx_dup, rx_old, rx_oow, rx_decode_err, rx_bad_cid, rx_dead;
 	uint64_t nack_queue_full;
 	uint64_t rx_refused_bad;  /* deliver refused with an invalid NACK: dropped */
+	uint64_t rx_xdp_marked;   /* data packets XDP had marked (fc_pdl_rx_meta) */
+	uint64_t rx_xdp_unmarked; /* flagged xdp_marked but not marked: classified here */
 	uint64_t piggyback_acks;  /* base PSNs advanced by a data packet's piggybacked ACK */
 	uint64_t cc_events, cc_events_skipped, reroutes;
 	uint64_t fatal;
@@ -171,6 +174,17 @@ int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *req);
  * processed (accepted or deliberately dropped and counted), a negative FC_WIRE_ error
  * when it did not decode (counted too). */
 int fc_pdl_rx(struct fc_pdl *p, const void *pkt, size_t len, uint64_t tx_ns, uint64_t now_ns);
+
+/* fc_pdl_rx with what the I/O shell knows of the packet (rx_meta.h): times, the forward
+ * hop count and ECN CE (as fc_pdl_note_path), and xdp_marked. The XDP contract: in XDP
+ * mode the program runs fc_win_mark_rx on this connection's shared window (the rx
+ * argument of fc_pdl_new, a BPF_F_MMAPABLE map) for Push Data, Pull Request and Pull
+ * Data, with ack_now for all but Push Data, exactly as the PDL would; it drops and
+ * answers what it finds old or duplicate, drops out-of-window packets (mark_rx sets
+ * OWN), and passes what it found NEW with xdp_marked = 1. The PDL then processes each
+ * such packet once, as new, instead of marking it itself (which would call it a
+ * duplicate). Resync, ACK and NACK are passed unmarked. Same returns as fc_pdl_rx. */
+int fc_pdl_rx_meta(struct fc_pdl *p, const void *pkt, size_t len, const struct fc_rx_meta *m);
 
 /* The ULP acknowledged Push Data psn (9.2.2.4). Returns 0 or -ENOENT. */
 int fc_pdl_ulp_ack(struct fc_pdl *p, uint32_t psn, uint64_t now_ns);

@@ -16,6 +16,12 @@
  *  - on a clean link (every 8th seed): no retransmission of any kind, and the ACKs stay
  *    within what coalescing allows.
  * `--summary` prints a table over all seeds (make soak).
+ * `--xdp`: the receiving end marks the window first, as the XDP program does (pdl.h,
+ * fc_pdl_rx_meta): fc_win_mark_rx on the receiver's window for Push Data, Pull Request
+ * and Pull Data; duplicates and old packets are dropped there and answered with an ACK
+ * (here: the AR-pending bit, so the receiver's next poll sends it, as XDP_TX would send
+ * it at once), out-of-window packets dropped with OWN set; new ones reach the PDL with
+ * xdp_marked. Same properties, and every data packet the PDL processed was marked.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +37,8 @@
 #define MAXPKT 512     /* packets a host initiates per seed, at most */
 #define MAXRSN (2 * MAXPKT)
 #define US 1000ull
+
+static int xdp_mode; /* --xdp */
 
 struct host;
 
@@ -69,6 +77,7 @@ struct host {
 	char why[200];
 	uint64_t worst_latency_ns;
 	uint64_t integrity_drops;
+	uint64_t xdp_dup_old, xdp_oow;  /* --xdp: dropped (and answered) before the PDL */
 	uint64_t rx_data_pkts, rx_ar_pkts;
 };
 
@@ -256,8 +265,28 @@ static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t l
 		h->rx_data_pkts++;
 		h->rx_ar_pkts += f.ar;
 	}
-	if (fc_pdl_rx(h->p, data, (size_t)n, info->meta, now) < 0)
+	if (xdp_mode && fc_falcon_decode(data, (size_t)n, &f) >= 0 &&
+	    (f.type == FC_PKT_PUSH_DATA || f.type == FC_PKT_PULL_REQ || f.type == FC_PKT_PULL_DATA)) {
+		struct fc_rx_state *rx = fc_pdl_rx_state(h->p);
+		struct fc_win *w = f.type == FC_PKT_PULL_REQ ? &rx->req : &rx->data;
+		enum fc_win_verdict v = fc_win_mark_rx(w, f.psn, f.type != FC_PKT_PUSH_DATA);
+		struct fc_rx_meta m = { .tx_ns = info->meta, .now_ns = now, .xdp_marked = 1 };
+
+		if (v == FC_WIN_DUP || v == FC_WIN_OLD) {
+			h->xdp_dup_old++;
+			fc_fetch_or64(&rx->ar_pending, 1); /* XDP's ACK for a duplicate */
+			return 0;
+		}
+		if (v == FC_WIN_OOW) {
+			h->xdp_oow++; /* OWN set by fc_win_mark_rx */
+			fc_fetch_or64(&rx->ar_pending, 1);
+			return 0;
+		}
+		if (fc_pdl_rx_meta(h->p, data, (size_t)n, &m) < 0)
+			fail(h, "an intact packet did not decode", len, 0);
+	} else if (fc_pdl_rx(h->p, data, (size_t)n, info->meta, now) < 0) {
 		fail(h, "an intact packet did not decode", len, 0);
+	}
 	drain_backlog(h);
 	return h->violation ? -EPROTO : 0;
 }
@@ -319,6 +348,7 @@ struct totals {
 	uint64_t seeds, clean_seeds, packets, retx_timeout, retx_early, retx_own, retx_nack;
 	uint64_t acks, nacks, integrity_drops, link_drops, dups, reorders, corrupt;
 	uint64_t worst_latency_ns, violations, events;
+	uint64_t xdp_dup_old, xdp_oow, xdp_marked;
 	uint64_t last_trace_hash;
 	int summary;
 };
@@ -441,12 +471,19 @@ static int run_seed(uint64_t seed, void *arg)
 				fail(x, "retransmission on a clean link", (uint32_t)retx, 0);
 				rc = 1;
 			} else if (c->acks_by_count > rx / 10 || c->acks_by_request > x->rx_ar_pkts +
-				   c->rx_dup + c->rx_old + (uint64_t)(3 - x->rnr_budget) ||
+				   c->rx_dup + c->rx_old + x->xdp_dup_old + x->xdp_oow +
+				   (uint64_t)(3 - x->rnr_budget) ||
 				   acks != c->acks_by_count + c->acks_by_request + c->acks_by_timer ||
 				   c->acks_by_timer > rx) {
 				fail(x, "more ACKs than coalescing allows", (uint32_t)acks, (uint32_t)rx);
 				rc = 1;
 			}
+		}
+		if (!rc && xdp_mode && (c->rx_xdp_unmarked || c->rx_dup || c->rx_old ||
+					(x->rx_data_pkts && !c->rx_xdp_marked))) {
+			fail(x, "XDP mode: the PDL classified a data packet itself",
+			     (uint32_t)c->rx_xdp_unmarked, (uint32_t)c->rx_xdp_marked);
+			rc = 1;
 		}
 		if (x->violation)
 			rc = 1;
@@ -483,6 +520,9 @@ static int run_seed(uint64_t seed, void *arg)
 		tot->acks += c->backs_tx + c->eacks_tx;
 		tot->nacks += c->nacks_tx;
 		tot->integrity_drops += h[i]->integrity_drops;
+		tot->xdp_dup_old += h[i]->xdp_dup_old;
+		tot->xdp_oow += h[i]->xdp_oow;
+		tot->xdp_marked += c->rx_xdp_marked;
 		tot->link_drops += ls->dropped_random + ls->dropped_tail + ls->dropped_cap;
 		tot->dups += ls->duplicated;
 		tot->reorders += ls->reordered;
@@ -507,6 +547,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--summary"))
 			tot.summary = 1;
+		else if (!strcmp(argv[i], "--xdp"))
+			xdp_mode = 1;
 	if (sim_seed_opts_parse(&o, argc, argv, 500))
 		return 2;
 	/* the same seed gives the same event trace; another seed another one */
@@ -527,7 +569,12 @@ int main(int argc, char **argv)
 		}
 		printf("sim: seed %#" PRIx64 " replays to trace %#" PRIx64 "\n", o.first, a);
 	}
-	failed = sim_run_seeds(&o, argv[0], run_seed, &tot, stdout);
+	{
+		char prog[512];
+
+		snprintf(prog, sizeof(prog), "%s%s", argv[0], xdp_mode ? " --xdp" : "");
+		failed = sim_run_seeds(&o, prog, run_seed, &tot, stdout);
+	}
 	if (tot.summary || failed) {
 		printf("\n%-28s %" PRIu64 " (%" PRIu64 " clean links)\n", "seeds", tot.seeds, tot.clean_seeds);
 		printf("%-28s %" PRIu64 "\n", "packets submitted", tot.packets);
@@ -542,6 +589,10 @@ int main(int argc, char **argv)
 		printf("%-28s %" PRIu64 "\n", "resource NACKs received", tot.retx_nack);
 		printf("%-28s %" PRIu64 " / %" PRIu64 "\n", "ACKs / NACKs sent", tot.acks, tot.nacks);
 		printf("%-28s %.1f us\n", "worst delivery latency", (double)tot.worst_latency_ns / 1000.0);
+		if (xdp_mode)
+			printf("%-28s %" PRIu64 " / %" PRIu64 " / %" PRIu64 "\n",
+			       "XDP: dup+old / OOW / marked", tot.xdp_dup_old, tot.xdp_oow,
+			       tot.xdp_marked);
 		printf("%-28s %" PRIu64 "\n", "violations", tot.violations);
 	}
 	return failed ? 1 : 0;
