@@ -25,7 +25,8 @@ struct fc_txpkt {
 	uint64_t seq;         /* submission order (ordered connections, 9.1.3) */
 	uint64_t last_tx_ns;  /* last (re)transmission */
 	uint64_t last_tx_order; /* p->tx_order of the last (re)transmission */
-	uint64_t deadline_ns; /* retransmit timer; UINT64_MAX when not armed */
+	uint64_t deadline_ns; /* retransmit timer; UINT64_MAX when not armed (set_deadline) */
+	uint16_t hpos;        /* place in p->theap while armed, NO_HPOS otherwise */
 	uint32_t len;
 	uint32_t rsn;
 	uint16_t req_len;
@@ -54,6 +55,8 @@ struct fc_txwin {
 	uint32_t mask;     /* ring capacity - 1: the window rounded up to a power of 2 */
 	struct fc_txpkt *pkt;
 };
+
+#define NO_HPOS 0xFFFFu
 
 struct fc_done {
 	uint64_t cookie;
@@ -102,6 +105,10 @@ struct fc_pdl {
 	uint32_t nack_head, nack_len;
 
 	struct fc_done *done; /* releases waiting for flush_done: both rings' capacity */
+	/* armed retransmit timers: a min-heap by deadline of (window << 15 | ring slot), so
+	 * that the next deadline is O(1) and on_timer touches only expired packets */
+	uint16_t *theap;
+	uint32_t ntheap;
 	uint32_t ndone;
 	int flushing;
 
@@ -179,9 +186,10 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 		p->tx[i].pkt = calloc(cap, sizeof(*p->tx[i].pkt));
 	}
 	p->done = calloc(p->tx[0].mask + p->tx[1].mask + 2 + 8, sizeof(*p->done));
+	p->theap = calloc(p->tx[0].mask + p->tx[1].mask + 2, sizeof(*p->theap));
 	if (!rx)
 		rx = p->rx_own = calloc(1, sizeof(*rx));
-	if (!p->tx[0].pkt || !p->tx[1].pkt || !p->done || !rx) {
+	if (!p->tx[0].pkt || !p->tx[1].pkt || !p->done || !p->theap || !rx) {
 		fc_pdl_free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -214,6 +222,7 @@ void fc_pdl_free(struct fc_pdl *p)
 	free(p->tx[0].pkt);
 	free(p->tx[1].pkt);
 	free(p->done);
+	free(p->theap);
 	free(p->rx_own);
 	free(p);
 }
@@ -224,6 +233,7 @@ size_t fc_pdl_mem_bytes(const struct fc_pdl *p)
 {
 	return sizeof(*p) + (p->tx[0].mask + 1 + p->tx[1].mask + 1) * sizeof(struct fc_txpkt) +
 	       (p->tx[0].mask + p->tx[1].mask + 2 + 8) * sizeof(struct fc_done) +
+	       (p->tx[0].mask + p->tx[1].mask + 2) * sizeof(*p->theap) +
 	       (p->rx_own ? sizeof(*p->rx_own) : 0);
 }
 int fc_pdl_is_dead(const struct fc_pdl *p) { return p->dead; }
@@ -266,6 +276,71 @@ static void flush_done(struct fc_pdl *p)
 	p->flushing = 0;
 }
 
+/* ---- retransmit timer heap ---- */
+
+static struct fc_txpkt *theap_pkt(struct fc_pdl *p, uint32_t i)
+{
+	uint16_t e = p->theap[i];
+
+	return &p->tx[e >> 15].pkt[e & 0x7FFF];
+}
+
+static void theap_swap(struct fc_pdl *p, uint32_t a, uint32_t b)
+{
+	uint16_t x = p->theap[a];
+
+	p->theap[a] = p->theap[b];
+	p->theap[b] = x;
+	theap_pkt(p, a)->hpos = (uint16_t)a;
+	theap_pkt(p, b)->hpos = (uint16_t)b;
+}
+
+static void theap_sift(struct fc_pdl *p, uint32_t i)
+{
+	while (i && theap_pkt(p, (i - 1) / 2)->deadline_ns > theap_pkt(p, i)->deadline_ns) {
+		theap_swap(p, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+
+		if (l < p->ntheap && theap_pkt(p, l)->deadline_ns < theap_pkt(p, m)->deadline_ns)
+			m = l;
+		if (l + 1 < p->ntheap &&
+		    theap_pkt(p, l + 1)->deadline_ns < theap_pkt(p, m)->deadline_ns)
+			m = l + 1;
+		if (m == i)
+			return;
+		theap_swap(p, i, m);
+		i = m;
+	}
+}
+
+/* Arm (deadline), move, or disarm (UINT64_MAX) the retransmit timer of k in window w. */
+static void set_deadline(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, uint64_t dl)
+{
+	uint32_t i = k->hpos;
+
+	k->deadline_ns = dl;
+	if (dl == UINT64_MAX) {
+		if (i == NO_HPOS)
+			return;
+		k->hpos = NO_HPOS;
+		if (i != --p->ntheap) {
+			p->theap[i] = p->theap[p->ntheap];
+			theap_pkt(p, i)->hpos = (uint16_t)i;
+			theap_sift(p, i);
+		}
+		return;
+	}
+	if (i == NO_HPOS) {
+		i = p->ntheap++;
+		p->theap[i] = (uint16_t)((uint32_t)(w - p->tx) << 15 | (uint32_t)(k - w->pkt));
+		k->hpos = (uint16_t)i;
+	}
+	theap_sift(p, i);
+}
+
 /* Release one packet: it stops counting against the windows; its tx_done is queued. */
 static void release(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k)
 {
@@ -276,7 +351,7 @@ static void release(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k)
 	if (k->retx_pending)
 		w->retx_pending--;
 	k->in_orc = k->in_orrc = k->retx_pending = 0;
-	k->deadline_ns = UINT64_MAX;
+	set_deadline(p, w, k, UINT64_MAX);
 	k->state = TXS_ACKED;
 	p->done[p->ndone++] = (struct fc_done){ .cookie = k->cookie, .rsn = k->rsn,
 						.status = k->status, .nack_code = k->nack_code };
@@ -336,7 +411,7 @@ int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *r)
 	*k = (struct fc_txpkt){
 		.cookie = r->cookie, .payload = r->payload, .len = r->len, .rsn = r->rsn,
 		.req_len = r->req_len, .type = r->type, .orig_type = r->type,
-		.state = TXS_QUEUED, .seq = p->seq++, .deadline_ns = UINT64_MAX,
+		.state = TXS_QUEUED, .seq = p->seq++, .deadline_ns = UINT64_MAX, .hpos = NO_HPOS,
 		.status = FC_TX_ACKED, .last = r->last ? 1 : 0,
 	};
 	w->npsn++;
@@ -454,7 +529,7 @@ static int send_pkt(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 		p->cnt.resyncs_tx++;
 	k->last_tx_ns = now;
 	k->last_tx_order = ++p->tx_order;
-	k->deadline_ns = now + p->rto_ns;
+	set_deadline(p, w, k, now + p->rto_ns);
 	p->next_tx_ns = now + p->ipg_ns;
 	p->cnt.tx_pkts++;
 	p->cnt.tx_bytes += (uint64_t)n;
@@ -858,7 +933,7 @@ static void flag_retx(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k)
 	k->retx_pending = 1;
 	w->retx_pending++;
 	k->rnr = 0; /* whatever it waited for, it goes again now */
-	k->deadline_ns = UINT64_MAX;
+	set_deadline(p, w, k, UINT64_MAX);
 	if (k->in_orrc) { /* 9.1.2: eligible again -> no longer outstanding */
 		k->in_orrc = 0;
 		w->orrc--;
@@ -1155,7 +1230,7 @@ static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 	case FC_NACK_RNR:
 		/* section 11: retransmission timeout = max(RTO, RNR timeout); not a retry */
 		k->rnr = 1;
-		k->deadline_ns = now + (rnr_ns > p->rto_ns ? rnr_ns : p->rto_ns);
+		set_deadline(p, w, k, now + (rnr_ns > p->rto_ns ? rnr_ns : p->rto_ns));
 		break;
 	case FC_NACK_RESOURCE:
 		/* 9.2.4: the RUE hears of it (event above) and shrinks ncwnd; the packet is
@@ -1227,15 +1302,11 @@ uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 		return 0;
 	if (p->ack_deadline_ns < t) /* set by a received packet or a ULP ack */
 		t = p->ack_deadline_ns;
+	if (p->ntheap && p->tx[p->theap[0] >> 15].pkt[p->theap[0] & 0x7FFF].deadline_ns < t)
+		t = p->tx[p->theap[0] >> 15].pkt[p->theap[0] & 0x7FFF].deadline_ns;
 	for (int i = 0; i < 2; i++) {
 		const struct fc_txwin *w = &p->tx[i];
 
-		for (uint32_t q = w->bpsn; q != w->next_new; q++) {
-			const struct fc_txpkt *k = &w->pkt[q & w->mask];
-
-			if (k->state == TXS_INFLIGHT && k->deadline_ns < t)
-				t = k->deadline_ns;
-		}
 		/* pacing (fcwnd < 1): only when the window would let something go */
 		if (p->fcwnd_fp < FC_CWND_ONE && p->next_tx_ns < t &&
 		    (w->retx_pending ||
@@ -1270,15 +1341,15 @@ static void timeout(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 
 void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now)
 {
-	for (int i = 0; i < 2 && !p->dead; i++) {
-		struct fc_txwin *w = &p->tx[i];
+	/* only the expired timers, earliest first; each is disarmed before it is handled
+	 * (timeout re-arms nothing: the retransmission arms it again when it goes out) */
+	while (!p->dead && p->ntheap && theap_pkt(p, 0)->deadline_ns <= now) {
+		uint16_t e = p->theap[0];
+		struct fc_txwin *w = &p->tx[e >> 15];
+		struct fc_txpkt *k = &w->pkt[e & 0x7FFF];
 
-		for (uint32_t q = w->bpsn; q != w->next_new && !p->dead; q++) {
-			struct fc_txpkt *k = txpkt(w, q);
-
-			if (k->state == TXS_INFLIGHT && k->deadline_ns <= now)
-				timeout(p, w, k, now);
-		}
+		set_deadline(p, w, k, UINT64_MAX);
+		timeout(p, w, k, now);
 	}
 	flush_done(p); /* an expired ACK coalescing timer is seen by poll_tx (ack_due) */
 }
