@@ -263,8 +263,7 @@ static int rx_one(struct fc_node *n, struct fc_frame *f)
 		n->cnt.rx_peer_mismatch++;
 		return 0;
 	}
-	fc_pdl_note_path(fc_txn_pdl(s->t), f->meta.hops, f->meta.ecn_ce);
-	rc = fc_rdma_rx(n->rdma, f->buf, f->len, f->meta.tx_ns, f->meta.now_ns);
+	rc = fc_rdma_rx_meta(n->rdma, f->buf, f->len, &f->meta);
 	if (rc < 0 && rc != -ENOENT) {
 		n->cnt.rx_engine_err++;
 		return 0;

@@ -2699,8 +2699,15 @@ static const struct fc_txn_ops rdma_txn_ops = {
 
 int fc_rdma_rx(struct fc_rdma *d, const void *pkt, size_t len, uint64_t tx_ns, uint64_t now_ns)
 {
-	set_now(d, now_ns);
-	return fc_txn_engine_rx(d->e, pkt, len, tx_ns, now_ns);
+	struct fc_rx_meta m = { .tx_ns = tx_ns, .now_ns = now_ns };
+
+	return fc_rdma_rx_meta(d, pkt, len, &m);
+}
+
+int fc_rdma_rx_meta(struct fc_rdma *d, const void *pkt, size_t len, const struct fc_rx_meta *m)
+{
+	set_now(d, m->now_ns);
+	return fc_txn_engine_rx_meta(d->e, pkt, len, m, NULL);
 }
 
 int fc_rdma_poll_tx(struct fc_rdma *d, uint64_t now_ns, void *buf, size_t cap,

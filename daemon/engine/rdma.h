@@ -324,6 +324,8 @@ void fc_rdma_free(struct fc_rdma *d);
  * layer the time first. Same returns. */
 int fc_rdma_rx(struct fc_rdma *d, const void *pkt, size_t len, uint64_t tx_ns,
 	       uint64_t now_ns);
+/* fc_rdma_rx with the receive metadata (rx_meta.h: hops, ECN, xdp_marked). */
+int fc_rdma_rx_meta(struct fc_rdma *d, const void *pkt, size_t len, const struct fc_rx_meta *m);
 int fc_rdma_poll_tx(struct fc_rdma *d, uint64_t now_ns, void *buf, size_t cap,
 		    struct fc_txn **from);
 uint64_t fc_rdma_next_deadline(const struct fc_rdma *d);

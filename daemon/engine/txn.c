@@ -1644,6 +1644,15 @@ static struct fc_txn *cid_lookup(const struct fc_txn_engine *e, uint32_t cid)
 int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint64_t tx_ns,
 		     uint64_t now)
 {
+	struct fc_rx_meta m = { .tx_ns = tx_ns, .now_ns = now };
+
+	return fc_txn_engine_rx_meta(e, pkt, len, &m, NULL);
+}
+
+int fc_txn_engine_rx_meta(struct fc_txn_engine *e, const void *pkt, size_t len,
+			  const struct fc_rx_meta *m, void **user)
+{
+	uint64_t now = m->now_ns;
 	struct fc_txn *t;
 	int rc;
 
@@ -1654,10 +1663,12 @@ int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint6
 		e->unknown_cid++;
 		return -ENOENT;
 	}
+	if (user)
+		*user = t->ctx;
 	set_now(t, now);
 	fc_pdl_set_rxbuf_level(t->pdl, (uint8_t)fc_rxbuf_level(&e->rxbuf, &e->rxbuf_cfg));
 	t->in_pdl++;
-	rc = fc_pdl_rx(t->pdl, pkt, len, tx_ns, now);
+	rc = fc_pdl_rx_meta(t->pdl, pkt, len, m);
 	t->in_pdl--;
 	conn_finish(t);
 	engine_flush(e);

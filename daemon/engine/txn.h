@@ -257,6 +257,10 @@ void fc_txn_conn_free(struct fc_txn *t);
  * FC_WIRE_ error (too short to carry a CID, or the PDL could not decode it). */
 int fc_txn_engine_rx(struct fc_txn_engine *e, const void *pkt, size_t len, uint64_t tx_ns,
 		     uint64_t now_ns);
+/* fc_txn_engine_rx with the receive metadata (rx_meta.h; fc_pdl_rx_meta); *user (may be
+ * NULL) gets the connection's ops ctx. Same returns. */
+int fc_txn_engine_rx_meta(struct fc_txn_engine *e, const void *pkt, size_t len,
+			  const struct fc_rx_meta *m, void **user);
 /* The next packet of any connection (round robin across connections, 8.3) into buf.
  * Returns its length and sets *from, 0 when nothing may be sent now, -FC_WIRE_ENOSPC when
  * cap is below FC_FALCON_HDR_MAX + mtu_bytes. */
