@@ -28,6 +28,7 @@ struct fc_txpkt {
 	uint64_t deadline_ns; /* retransmit timer; UINT64_MAX when not armed (set_deadline) */
 	uint16_t hpos;        /* place in p->theap while armed, NO_HPOS otherwise */
 	uint32_t len;
+	uint32_t gather_len;  /* bytes after the inline ones, from ops->gather at encode */
 	uint32_t rsn;
 	uint16_t req_len;
 	uint8_t state;        /* enum txs */
@@ -402,7 +403,8 @@ int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *r)
 		return -EPIPE;
 	if (!r || (r->type != FC_PKT_PULL_REQ && r->type != FC_PKT_PULL_DATA &&
 		   r->type != FC_PKT_PUSH_DATA) ||
-	    (r->len && !r->payload) || r->len > FC_FALCON_PUSH_MAX)
+	    (r->len && !r->payload) || r->len > FC_FALCON_PUSH_MAX ||
+	    r->gather_len > FC_FALCON_PUSH_MAX - r->len || (r->gather_len && !p->ops->gather))
 		return -EINVAL;
 	w = &p->tx[win_of(r->type)];
 	if (w->npsn - w->bpsn > w->mask)
@@ -410,6 +412,7 @@ int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *r)
 	k = txpkt(w, w->npsn);
 	*k = (struct fc_txpkt){
 		.cookie = r->cookie, .payload = r->payload, .len = r->len, .rsn = r->rsn,
+		.gather_len = r->gather_len,
 		.req_len = r->req_len, .type = r->type, .orig_type = r->type,
 		.state = TXS_QUEUED, .seq = p->seq++, .deadline_ns = UINT64_MAX, .hpos = NO_HPOS,
 		.status = FC_TX_ACKED, .last = r->last ? 1 : 0,
@@ -485,9 +488,24 @@ static int build_data(struct fc_pdl *p, struct fc_txpkt *k, uint32_t psn, int ar
 		f.resync_code = k->resync_code;
 		f.resync_pkt_type = k->orig_type;
 	} else {
-		f.req_len = k->type == FC_PKT_PUSH_DATA ? (uint16_t)k->len : k->req_len;
-		f.payload = k->payload;
-		f.payload_len = k->len;
+		uint8_t *out = buf;
+		size_t total, hdr;
+
+		f.req_len = k->type == FC_PKT_PUSH_DATA ? (uint16_t)(k->len + k->gather_len) :
+			    k->req_len;
+		f.payload_len = k->len + k->gather_len;
+		total = fc_falcon_encoded_len(&f);
+		if (!total || total > cap)
+			return -FC_WIRE_ENOSPC;
+		/* one copy per byte: the inline bytes (ULP headers) and the gathered ones go
+		 * straight to their place in the frame; the encoder, seeing the payload where
+		 * it belongs, writes only the header */
+		hdr = total - f.payload_len;
+		if (k->len)
+			memcpy(out + hdr, k->payload, k->len);
+		if (k->gather_len)
+			p->ops->gather(p->ctx, k->cookie, 0, out + hdr + k->len, k->gather_len);
+		f.payload = out + hdr;
 	}
 	return fc_falcon_encode(&f, buf, cap);
 }
@@ -1203,6 +1221,7 @@ static void to_resync(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, 
 	k->status = (uint8_t)st;
 	k->nack_code = nack_code;
 	k->payload = NULL;
+	k->gather_len = 0;
 	k->len = 0;
 	flag_retx(p, w, k);
 }

@@ -71,6 +71,11 @@ struct fc_pdl_tx_req {
 	const void *payload; /* ULP headers + data; valid until ops->tx_done */
 	uint32_t len;
 	uint64_t cookie;     /* opaque, returned in tx_done */
+	/* then gather_len more bytes, fetched by ops->gather whenever the packet is encoded
+	 * (first transmission and every retransmission), written straight into the frame:
+	 * one copy per byte. As with verbs, the memory behind them must not change until
+	 * the packet is released (tx_done). len + gather_len <= FC_FALCON_PUSH_MAX. */
+	uint32_t gather_len;
 	uint8_t last;        /* the ULP has nothing queued behind this packet: when it goes
 			      * out with nothing unsent behind it in the PDL either, it asks
 			      * for an ACK (AR), so a lone operation is acknowledged at once
@@ -131,6 +136,10 @@ struct fc_pdl_ops {
 	/* PLB asked for another path (10.4): the I/O layer changes the UDP source port
 	 * (IPv4) or the flow label (IPv6) to fc_pdl_path(). May be NULL. */
 	void (*reroute)(void *ctx, uint32_t path);
+	/* Write len bytes of the payload of the packet submitted with cookie, from its byte
+	 * offset past the inline bytes, to dst (inside the frame being built). Needed when
+	 * a submission has gather_len; may be NULL otherwise. Must not call into the PDL. */
+	void (*gather)(void *ctx, uint64_t cookie, uint32_t offset, void *dst, uint32_t len);
 };
 
 struct fc_pdl_counters {

@@ -83,6 +83,7 @@ struct txrec {
 	uint64_t wseq;
 	uint32_t seg, sn, len, sink_lkey;
 	uint64_t sink_va;
+	uint32_t g_sge, g_off;   /* push: where its data starts in the WR's gather list */
 };
 
 struct rnr_ent {
@@ -1292,15 +1293,20 @@ static void atomic_hdrs(const struct qp *q, const struct swqe *w, struct fc_rdma
 	h->steth.lkey = wr->sgl[0].lkey;
 }
 
-/* Gather segment s of w into dst through the MR table. Returns 0 or -FC_RDMA_E*. */
+/* len bytes of w's gather list from entry sge, byte off, through the MR table: copied to
+ * dst, or only checked when dst is NULL. Returns 0 or -FC_RDMA_E*. */
 static int gather(const struct fc_rdma *d, const struct qp *q, const struct swqe *w,
-		  const struct fc_seg *s, uint8_t *dst)
+		  uint32_t sge, uint32_t off, uint32_t len, uint8_t *dst)
 {
-	uint32_t i = s->sge, off = s->sge_offset, done = 0;
+	uint32_t i = sge, done = 0;
 
-	while (done < s->len && i < w->wr.num_sge) {
+	while (off && i < w->wr.num_sge && off >= w->sge[i].len) { /* skip to the offset */
+		off -= w->sge[i].len;
+		i++;
+	}
+	while (done < len && i < w->wr.num_sge) {
 		const struct fc_sge *g = &w->sge[i];
-		uint32_t n = g->len - off < s->len - done ? g->len - off : s->len - done;
+		uint32_t n = g->len - off < len - done ? g->len - off : len - done;
 		void *host;
 		int err;
 
@@ -1308,7 +1314,8 @@ static int gather(const struct fc_rdma *d, const struct qp *q, const struct swqe
 			err = fc_mr_check_local(d->mrs, q->pd, g->lkey, g->addr + off, n, 0, &host);
 			if (err)
 				return err;
-			memcpy(dst + done, host, n);
+			if (dst)
+				memcpy(dst + done, host, n);
 		}
 		done += n;
 		i++;
@@ -1349,12 +1356,15 @@ static int consumes_wqe(uint8_t op)
 	return is_send_op(op) || op == FC_RDMA_WR_WRITE_IMM;
 }
 
-/* Build segment k of w in d->pkt; *len gets its payload (push) or pull length. On a
- * local gather failure of the last packet of a consuming message the packet goes out
- * empty with RBTH CE (8.2) so the responder completes its WQE in error; any other
- * failed segment is not sent. Returns the packet length, 0 (not sent), or -errno. */
+/* Build segment k of w in d->pkt; *len gets its payload (push) or pull length. A push's
+ * data is not copied here: its local keys are checked, only the headers are built, and
+ * *glen gets the bytes txn will ask for through on_gather when the packet is encoded
+ * (data + pad, one copy from the registered memory into the frame). On a local key
+ * failure of the last packet of a consuming message the packet goes out empty with RBTH
+ * CE (8.2) so the responder completes its WQE in error; any other failed segment is not
+ * sent. Returns the length of what is in d->pkt, 0 (not sent), or -errno. */
 static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k,
-		     struct fc_rdma_hdrs *h, uint32_t *len)
+		     struct fc_rdma_hdrs *h, uint32_t *len, uint32_t *glen)
 {
 	const struct fc_seg *s = NULL;
 	uint32_t hl;
@@ -1380,7 +1390,7 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 		return fc_rdma_encode(h, NULL, 0, d->pkt, d->pkt_cap);
 	hl = (uint32_t)fc_rdma_hdr_len(h->opcode);
 	if (*len)
-		err = gather(d, q, w, s, d->pkt + hl);
+		err = gather(d, q, w, s->sge, s->sge_offset, *len, NULL);
 	if (err) {
 		struct fc_rdma_err_effect ef;
 
@@ -1392,8 +1402,12 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 		*len = 0;
 		h->reth.len = 0;
 	}
+	/* the payload's place is left as it is: headers and pad only */
 	n = fc_rdma_encode(h, d->pkt + hl, *len, d->pkt, d->pkt_cap);
-	return n;
+	if (n < 0)
+		return n;
+	*glen = (uint32_t)n - hl;
+	return (int)hl;
 }
 
 static void seg_done(struct fc_rdma *d, struct qp *q, uint32_t ri, uint8_t status,
@@ -1415,14 +1429,14 @@ static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 {
 	struct fc_rdma_hdrs h;
 	struct conn *c = w->c;
-	uint32_t ri, len = 0;
+	uint32_t ri, len = 0, glen = 0;
 	struct txrec *r;
 	int n, rc, pull;
 
 	ri = rec_alloc(d, q);
 	if (ri == NONE)
 		return BLOCKED;
-	n = build_seg(d, q, w, k, &h, &len);
+	n = build_seg(d, q, w, k, &h, &len, &glen);
 	r = &q->rec[ri];
 	r->c = c;
 	conn_ref(c);
@@ -1433,6 +1447,10 @@ static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 	r->op = h.opcode & 0x1F;
 	r->sink_va = h.steth.va;
 	r->sink_lkey = h.steth.lkey;
+	if (!is_atomic_op(w->wr.opcode) && k < w->nseg && glen) {
+		r->g_sge = d->plan[k].sge;
+		r->g_off = d->plan[k].sge_offset;
+	}
 	pull = r->pull = fc_rdma_opcode_falcon_type(h.opcode) == FC_PKT_PULL_REQ;
 	w->issued++;
 	w->outstanding++;
@@ -1445,7 +1463,8 @@ static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 		rc = fc_txn_pull(c->t, d->pkt, (uint32_t)n, resp_len_of(w, len), cookie_of(d, q, ri),
 				 d->now, NULL);
 	else
-		rc = fc_txn_push(c->t, d->pkt, (uint32_t)n, cookie_of(d, q, ri), d->now, NULL);
+		rc = fc_txn_push_sg(c->t, d->pkt, (uint32_t)n, glen, cookie_of(d, q, ri), d->now,
+				    NULL);
 	if (rc == -EAGAIN) {
 		w->issued--;
 		w->outstanding--;
@@ -1726,6 +1745,47 @@ static uint8_t take_response(struct fc_rdma *d, struct qp *q, const struct txrec
 		}
 	}
 	return FC_WC_SUCCESS;
+}
+
+/* The record a txn cookie names (cookie_of), if it is still the one that cookie was
+ * made for: otherwise NULL and *qp untouched. */
+static struct txrec *rec_of_cookie(struct fc_rdma *d, const struct conn *cn, uint64_t cookie,
+				   struct qp **qp)
+{
+	uint32_t slot = (uint32_t)(cookie >> 48), ri = (uint32_t)(cookie & 0xFFFF);
+	uint32_t gen = (uint32_t)(cookie >> 16);
+	struct txrec *r;
+
+	if (slot >= d->cfg.max_qps || !d->qp[slot].used || ri >= d->qp[slot].nrec)
+		return NULL;
+	r = &d->qp[slot].rec[ri];
+	if (!r->used || r->gen != gen || r->c != cn)
+		return NULL;
+	*qp = &d->qp[slot];
+	return r;
+}
+
+/* txn encodes a packet of one of our pushes: its data goes from the registered memory
+ * straight into the frame (one copy per byte), then the pad. Memory that went away since
+ * the WR was posted (verbs: a user error) or a WR flushed meanwhile gives zeros. */
+static void on_gather(void *ctx, struct fc_txn *t, uint64_t cookie, uint32_t off, void *dst,
+		      uint32_t len)
+{
+	struct conn *cn = ctx;
+	struct fc_rdma *d = cn->d;
+	struct qp *q = NULL;
+	struct txrec *r = rec_of_cookie(d, cn, cookie, &q);
+	const struct swqe *w = r ? wr_by_seq(q, r->wseq) : NULL;
+	uint32_t data = r && off < r->len ? r->len - off : 0;
+
+	(void)t;
+	if (data > len)
+		data = len;
+	if (data && (!w || gather(d, q, w, r->g_sge, r->g_off + off, data, dst))) {
+		memset(dst, 0, data);
+		d->cnt.gather_lost++;
+	}
+	memset((uint8_t *)dst + data, 0, len - data); /* the pad */
 }
 
 static void on_complete(void *ctx, struct fc_txn *t, const struct fc_txn_cmpl *c)
@@ -2692,6 +2752,7 @@ static void on_dead(void *ctx, struct fc_txn *t, int reason)
 
 static const struct fc_txn_ops rdma_txn_ops = {
 	.complete = on_complete, .request = on_request, .credits = on_credits, .dead = on_dead,
+	.gather = on_gather,
 };
 
 /* ------------------------------------------------------------------------ */

@@ -307,6 +307,7 @@ struct fc_rdma_counters {
 	uint64_t pull_rnr_busy;                       /* pulls refused: nothing can hold them */
 	uint64_t resp_lost;                           /* Pull Data with no room (never) */
 	uint64_t eagain;                              /* txn refused a submission */
+	uint64_t gather_lost;                         /* push data gone when encoded: zeros */
 };
 
 struct fc_rdma;

@@ -40,6 +40,8 @@ struct txpkt {
 	uint8_t *buf;          /* mtu_bytes */
 	uint32_t prev, next;   /* queue links; next is the free-list link */
 	uint32_t rsn, len, resp_len;
+	uint32_t glen;         /* bytes the ULP's ops->gather supplies after the len in buf */
+	uint64_t gcookie;      /* the ULP's cookie for that gather */
 	uint32_t cells;        /* Tx buffer cells charged */
 	uint8_t type;          /* FC_PKT_PULL_REQ, FC_PKT_PUSH_DATA, FC_PKT_PULL_DATA */
 	uint8_t where;         /* TXP_* */
@@ -798,7 +800,8 @@ static int reject_mn(struct fc_txn *t, uint8_t kind, uint64_t cookie)
 }
 
 static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t len,
-		      uint32_t resp_len, uint64_t cookie, uint64_t now, uint32_t *rsn_out)
+		      uint32_t glen, uint32_t resp_len, uint64_t cookie, uint64_t now,
+		      uint32_t *rsn_out)
 {
 	struct fc_txn_engine *e = t->e;
 	uint32_t need[FC_TXN_RES_COUNT], rsn = t->nrsn, k;
@@ -807,12 +810,12 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 
 	if (t->dead)
 		return -EPIPE;
-	if (len > e->cfg.mtu_bytes || resp_len > e->cfg.mtu_bytes)
+	if (len > e->cfg.mtu_bytes || glen > e->cfg.mtu_bytes - len || resp_len > e->cfg.mtu_bytes)
 		return -EMSGSIZE;
-	if (len && !data)
+	if ((len && !data) || (glen && !t->ops->gather))
 		return -EINVAL;
 	set_now(t, now);
-	ini_need(e, kind, len, resp_len, need);
+	ini_need(e, kind, len + glen, resp_len, need); /* the Tx buffer is charged by size */
 	if (t->nrsn - t->brsn > t->imask || !res_fits(t, need, 0)) {
 		if (t->cfg.mn)
 			return reject_mn(t, kind, cookie);
@@ -827,6 +830,8 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 	x->type = kind == FC_TXN_PUSH ? FC_PKT_PUSH_DATA : FC_PKT_PULL_REQ;
 	x->rsn = rsn;
 	x->len = len;
+	x->glen = glen;
+	x->gcookie = cookie;
 	x->resp_len = resp_len;
 	x->cells = need[FC_TXN_REQ_BUF_TX];
 	if (len)
@@ -854,13 +859,19 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 int fc_txn_push(struct fc_txn *t, const void *data, uint32_t len, uint64_t cookie,
 		uint64_t now_ns, uint32_t *rsn)
 {
-	return ini_submit(t, FC_TXN_PUSH, data, len, 0, cookie, now_ns, rsn);
+	return ini_submit(t, FC_TXN_PUSH, data, len, 0, 0, cookie, now_ns, rsn);
+}
+
+int fc_txn_push_sg(struct fc_txn *t, const void *hdr, uint32_t hdr_len, uint32_t gather_len,
+		   uint64_t cookie, uint64_t now_ns, uint32_t *rsn)
+{
+	return ini_submit(t, FC_TXN_PUSH, hdr, hdr_len, gather_len, 0, cookie, now_ns, rsn);
 }
 
 int fc_txn_pull(struct fc_txn *t, const void *req, uint32_t len, uint32_t resp_len,
 		uint64_t cookie, uint64_t now_ns, uint32_t *rsn)
 {
-	return ini_submit(t, FC_TXN_PULL, req, len, resp_len, cookie, now_ns, rsn);
+	return ini_submit(t, FC_TXN_PULL, req, len, 0, resp_len, cookie, now_ns, rsn);
 }
 
 void fc_txn_credits(const struct fc_txn *t, uint32_t credits[FC_TXN_ULP_CREDITS])
@@ -1334,8 +1345,8 @@ int fc_txn_nack(struct fc_txn *t, uint32_t rsn, uint8_t code, uint8_t ulp_code, 
 	return ulp_leave(t);
 }
 
-int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t len,
-		     uint64_t now_ns)
+static int pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t len,
+		     uint32_t glen, uint64_t gcookie, uint64_t now_ns)
 {
 	struct fc_txn_engine *e = t->e;
 	uint32_t need[FC_TXN_RES_COUNT] = {0}, k;
@@ -1346,13 +1357,13 @@ int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 		return -EPIPE;
 	if (!s || s->kind != FC_TXN_PULL || s->state != FC_TXN_PULL_REQ_ULP_ACKD)
 		return -ENOENT;
-	if (len > s->resp_len)
+	if (len > s->resp_len || glen > s->resp_len - len)
 		return -EMSGSIZE;
-	if (len && !data)
+	if ((len && !data) || (glen && !t->ops->gather))
 		return -EINVAL;
 	set_now(t, now_ns);
 	need[FC_TXN_DATA_PKT_TX] = 1;
-	need[FC_TXN_DATA_BUF_TX] = ceil_div(len, e->cfg.tx_cell_bytes);
+	need[FC_TXN_DATA_BUF_TX] = ceil_div(len + glen, e->cfg.tx_cell_bytes);
 	if (!res_fits(t, need, 0)) {
 		want_credits(t);
 		t->cnt.submit_eagain++;
@@ -1365,6 +1376,8 @@ int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 	x->type = FC_PKT_PULL_DATA;
 	x->rsn = rsn;
 	x->len = len;
+	x->glen = glen;
+	x->gcookie = gcookie;
 	x->resp_len = 0;
 	x->cells = need[FC_TXN_DATA_BUF_TX];
 	if (len)
@@ -1375,6 +1388,18 @@ int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 	t->cnt.pull_data_ulp++;
 	touch(t);
 	return 0;
+}
+
+int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t len,
+		     uint64_t now_ns)
+{
+	return pull_data(t, rsn, data, len, 0, 0, now_ns);
+}
+
+int fc_txn_pull_data_sg(struct fc_txn *t, uint32_t rsn, const void *hdr, uint32_t hdr_len,
+			uint32_t gather_len, uint64_t gather_cookie, uint64_t now_ns)
+{
+	return pull_data(t, rsn, hdr, hdr_len, gather_len, gather_cookie, now_ns);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1485,13 +1510,22 @@ static void on_reroute(void *ctx, uint32_t path)
 		t->cfg.reroute(t->cfg.cc_ctx, path);
 }
 
+/* The PDL encodes a packet: the ULP writes its gathered bytes into the frame. */
+static void on_gather(void *ctx, uint64_t cookie, uint32_t offset, void *dst, uint32_t len)
+{
+	struct fc_txn *t = ctx;
+	const struct txpkt *x = &t->e->txp[cookie];
+
+	t->ops->gather(t->ctx, t, x->gcookie, offset, dst, len);
+}
+
 static const struct fc_pdl_ops pdl_ops = {
 	.deliver = on_deliver, .tx_done = on_tx_done, .nack = on_nack, .fatal = on_fatal,
-	.reroute = on_reroute,
+	.reroute = on_reroute, .gather = on_gather,
 };
 static const struct fc_pdl_ops pdl_ops_cc = {
 	.deliver = on_deliver, .tx_done = on_tx_done, .nack = on_nack, .fatal = on_fatal,
-	.reroute = on_reroute, .cc_event = on_cc_event,
+	.reroute = on_reroute, .cc_event = on_cc_event, .gather = on_gather,
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1534,6 +1568,7 @@ static int hand_to_pdl(struct fc_txn *t, int qi)
 	struct txpkt *k = &t->e->txp[idx];
 	struct fc_pdl_tx_req r = {
 		.type = k->type, .rsn = k->rsn, .payload = k->buf, .len = k->len, .cookie = idx,
+		.gather_len = k->glen,
 		.req_len = (uint16_t)k->resp_len,
 		.last = t->q[Q_REQ].len + t->q[Q_DATA].len == 1, /* nothing queued behind it */
 	};

@@ -213,6 +213,13 @@ struct fc_txn_ops {
 	void (*credits)(void *ctx, struct fc_txn *t);
 	/* The connection failed (after the FC_CMPL_DEAD_CONN completions). May be NULL. */
 	void (*dead)(void *ctx, struct fc_txn *t, int reason);
+	/* A packet of a transaction submitted with a gather length (fc_txn_push_sg,
+	 * fc_txn_pull_data_sg) is being encoded: write len bytes of its data, from byte
+	 * offset past its headers, to dst, which lies in the frame (one copy per byte). Called
+	 * for the first transmission and every retransmission; must not call fc_txn_*. May
+	 * be NULL when nothing is submitted with a gather length. */
+	void (*gather)(void *ctx, struct fc_txn *t, uint64_t cookie, uint32_t offset, void *dst,
+		       uint32_t len);
 };
 
 struct fc_txn_counters {
@@ -281,6 +288,13 @@ void fc_txn_engine_on_timer(struct fc_txn_engine *e, uint64_t now_ns);
  * follows), -EMSGSIZE (len > mtu_bytes), -EINVAL (data NULL with len > 0), -EPIPE (dead). */
 int fc_txn_push(struct fc_txn *t, const void *data, uint32_t len, uint64_t cookie,
 		uint64_t now_ns, uint32_t *rsn);
+/* A push whose bytes are hdr_len bytes of headers (copied) and gather_len bytes the ULP
+ * supplies through ops->gather (with this cookie) whenever a packet is encoded: the data
+ * is copied once, from the ULP's memory into the frame. That memory must not change
+ * before the completion. Returns as fc_txn_push; -EMSGSIZE when hdr_len + gather_len >
+ * mtu_bytes, -EINVAL without ops->gather. */
+int fc_txn_push_sg(struct fc_txn *t, const void *hdr, uint32_t hdr_len, uint32_t gather_len,
+		   uint64_t cookie, uint64_t now_ns, uint32_t *rsn);
 /* Start a pull (8.4.3.1): request bytes req (the ULP's request headers) and resp_len, the
  * Pull Data length expected (ULP headers included). Returns as fc_txn_push; -EMSGSIZE
  * also when resp_len > mtu_bytes. */
@@ -306,6 +320,11 @@ int fc_txn_nack(struct fc_txn *t, uint32_t rsn, uint8_t nack_code, uint8_t ulp_c
  * -EAGAIN (Data Tx credits or pool; ops->credits follows), -EPIPE. */
 int fc_txn_pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t len,
 		     uint64_t now_ns);
+
+/* Pull Data as headers + gathered bytes (see fc_txn_push_sg); gather_cookie is what
+ * ops->gather receives. Returns as fc_txn_pull_data. */
+int fc_txn_pull_data_sg(struct fc_txn *t, uint32_t rsn, const void *hdr, uint32_t hdr_len,
+			uint32_t gather_len, uint64_t gather_cookie, uint64_t now_ns);
 
 /* ---- inspection ---- */
 

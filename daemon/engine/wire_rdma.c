@@ -373,7 +373,7 @@ int fc_rdma_encode(const struct fc_rdma_hdrs *h, const void *payload, size_t pay
 		return -FC_WIRE_EINVAL;
 	if (cap < hdr_len || cap - hdr_len < payload_len + pad)
 		return -FC_WIRE_ENOSPC;
-	if (payload_len)
+	if (payload_len && payload != p + hdr_len)
 		memmove(p + hdr_len, payload, payload_len); /* first: payload may alias buf */
 	memset(p + hdr_len + payload_len, 0, pad);
 	encode_rbth(h, pad, p);

@@ -120,8 +120,9 @@ int fc_rdma_decode(const void *buf, size_t len, int falcon_type, struct fc_rdma_
  * Encode the RBTH and the ETHs of h->opcode (h->eths and h->pad are ignored), then
  * payload_len bytes of payload, then zero pad bytes up to a multiple of 4 (RBTH pad set
  * to their count), into buf of cap bytes. payload may be NULL when payload_len is 0 and
- * may alias buf (e.g. already in place at buf + fc_rdma_hdr_len()): it is moved before
- * the headers are written. Never writes past buf + cap. Returns the total length, or
+ * may alias buf (e.g. already in place at buf + fc_rdma_hdr_len(), where it is not
+ * touched: a caller may write it there later): it is moved before the headers are
+ * written. Never writes past buf + cap. Returns the total length, or
  *   -FC_WIRE_EINVAL  reserved opcode; dqp, or xrc_srq / deth.src_qp of a carried
  *                    XRCETH / DETH, wider than 24 bits; payload on an opcode that
  *                    carries none; payload NULL with payload_len > 0; WRITE Only (Imm)
