@@ -103,9 +103,22 @@ static int cb_cc(void *ctx, const struct fc_cc_event *ev, unsigned pred)
 	return 0;
 }
 
+static int gathers;
+static uint64_t gather_cookie;
+
+/* The gathered bytes of cookie c: byte i is c * 7 + i. */
+static void cb_gather(void *ctx, uint64_t cookie, uint32_t off, void *dst, uint32_t len)
+{
+	(void)ctx;
+	gathers++;
+	gather_cookie = cookie;
+	for (uint32_t i = 0; i < len; i++)
+		((uint8_t *)dst)[i] = (uint8_t)(cookie * 7 + off + i);
+}
+
 static const struct fc_pdl_ops ops = {
 	.deliver = cb_deliver, .tx_done = cb_tx_done, .nack = cb_nack, .fatal = cb_fatal,
-	.cc_event = cb_cc,
+	.cc_event = cb_cc, .gather = cb_gather,
 };
 
 static struct fc_pdl_cfg cfg;
@@ -559,6 +572,70 @@ static void test_ar_on_emptying_packet(void **state)
 	teardown_pair();
 }
 
+/* One copy per byte: a packet's gathered bytes are fetched when it is encoded, for the
+ * first transmission and again for the retransmission, and arrive after the inline
+ * bytes; the limits. */
+static void test_gather_at_encode(void **state)
+{
+	struct fc_pdl_tx_req r = { .type = FC_PKT_PUSH_DATA, .rsn = 1, .payload = payload[3],
+				   .len = 4, .gather_len = 300, .cookie = 9 };
+	uint8_t want[304];
+
+	(void)state;
+	setup_pair(NULL);
+	gathers = 0;
+	assert_int_equal(fc_pdl_submit(A->p, &r), 0);
+	assert_int_equal(gathers, 0); /* nothing copied at submission */
+	assert_int_equal(pump(A, B, 0, drop_all, NULL, NULL), 0); /* sent, lost */
+	assert_int_equal(gathers, 1);
+	assert_int_equal(gather_cookie, 9);
+	fire(A, cfg.rto_ns);
+	assert_int_equal(pump(A, B, cfg.rto_ns, NULL, NULL, NULL), 1);
+	assert_int_equal(gathers, 2); /* gathered again for the retransmission */
+	assert_int_equal(B->ngot, 1);
+	assert_int_equal(B->got[0].len, 304);
+	memcpy(want, payload[3], 4);
+	for (int i = 0; i < 300; i++)
+		want[4 + i] = (uint8_t)(9 * 7 + i);
+	/* got[].payload pointed into the frame during the callback only: check the copy the
+	 * receiver's ULP would have made, by encoding the retransmission once more */
+	{
+		uint8_t buf[1024];
+		struct fc_falcon_pkt f;
+
+		r.rsn = 2;
+		r.cookie = 9;
+		assert_int_equal(fc_pdl_submit(A->p, &r), 0);
+		int n = fc_pdl_poll_tx(A->p, cfg.rto_ns, buf, sizeof(buf));
+
+		assert_true(n > 0);
+		assert_true(fc_falcon_decode(buf, (size_t)n, &f) >= 0);
+		assert_int_equal(f.type, FC_PKT_PUSH_DATA);
+		assert_int_equal(f.payload_len, 304);
+		assert_int_equal(f.req_len, 304);
+		assert_memory_equal(f.payload, want, 304);
+	}
+	/* limits: more than a packet; a gather length with no gather callback */
+	r.gather_len = FC_FALCON_PUSH_MAX - 3;
+	assert_int_equal(fc_pdl_submit(A->p, &r), -EINVAL);
+	teardown_pair();
+	{
+		static const struct fc_pdl_ops no_gather = { .deliver = cb_deliver,
+							     .tx_done = cb_tx_done };
+		struct fc_pdl_cfg c;
+		struct fc_pdl *p;
+
+		fc_pdl_cfg_default(&c);
+		p = fc_pdl_new(&c, NULL, &no_gather, NULL);
+		assert_non_null(p);
+		r.gather_len = 8;
+		assert_int_equal(fc_pdl_submit(p, &r), -EINVAL);
+		r.gather_len = 0;
+		assert_int_equal(fc_pdl_submit(p, &r), 0);
+		fc_pdl_free(p);
+	}
+}
+
 /* 9.2.4 for the ULP error codes: the packet is replaced by a Resync with the matching
  * resync code; the ACK of the Resync releases the original as NACKED with the code. */
 static void run_ulp_error(uint8_t nack_code, uint8_t want_resync)
@@ -967,6 +1044,7 @@ int main(void)
 		cmocka_unit_test(test_push_rnr),
 		cmocka_unit_test(test_rnr_retx_not_early_on_same_unit_eack),
 		cmocka_unit_test(test_ar_on_emptying_packet),
+		cmocka_unit_test(test_gather_at_encode),
 		cmocka_unit_test(test_nack_cie),
 		cmocka_unit_test(test_nack_nre),
 		cmocka_unit_test(test_nack_cid),
