@@ -142,6 +142,7 @@ struct fc_txn_engine {
 	/* occupancy of the network-request Rx pools, as the ACKs report it (10.2) */
 	struct fc_rxbuf_cfg rxbuf_cfg;
 	struct fc_rxbuf rxbuf;
+	uint8_t rxbuf_level;       /* fc_rxbuf_level, kept when the pools change */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -261,8 +262,10 @@ static void rxbuf_note(struct fc_txn *t, const uint32_t *n)
 		fc_rxbuf_update(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_PKT, e->used[FC_TXN_NET_PKT_RX]);
 	if (n[FC_TXN_NET_BUF_RX])
 		fc_rxbuf_update(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_BUF, e->used[FC_TXN_NET_BUF_RX]);
+	if (n[FC_TXN_NET_PKT_RX] || n[FC_TXN_NET_BUF_RX]) /* recomputed only on a change */
+		e->rxbuf_level = (uint8_t)fc_rxbuf_level(&e->rxbuf, &e->rxbuf_cfg);
 	if (t->pdl) /* not while a connection is being torn down */
-		fc_pdl_set_rxbuf_level(t->pdl, (uint8_t)fc_rxbuf_level(&e->rxbuf, &e->rxbuf_cfg));
+		fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
 }
 
 static void res_add(struct fc_txn *t, const uint32_t *need)
@@ -1701,7 +1704,7 @@ int fc_txn_engine_rx_meta(struct fc_txn_engine *e, const void *pkt, size_t len,
 	if (user)
 		*user = t->ctx;
 	set_now(t, now);
-	fc_pdl_set_rxbuf_level(t->pdl, (uint8_t)fc_rxbuf_level(&e->rxbuf, &e->rxbuf_cfg));
+	fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
 	t->in_pdl++;
 	rc = fc_pdl_rx_meta(t->pdl, pkt, len, m);
 	t->in_pdl--;
