@@ -233,11 +233,16 @@ static int res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
 	const struct fc_txn_engine *e = t->e;
 
 	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
-		int g = gidx(e, i), bypass = hol && is_net(i);
-		uint64_t lim = e->cap[g], fl = e->cfg.fn_limit[t->cfg.fn][i], cl = conn_limit(t, i);
+		int g, bypass;
+		uint64_t lim, fl, cl;
 
-		if (!need[i])
+		if (!need[i]) /* most counters are 0 in a request: look at nothing else */
 			continue;
+		g = gidx(e, i);
+		bypass = hol && is_net(i);
+		lim = e->cap[g];
+		fl = e->cfg.fn_limit[t->cfg.fn][i];
+		cl = conn_limit(t, i);
 		if (!bypass)
 			lim -= red_of(e, i);
 		if ((uint64_t)e->used[g] + need[i] > lim)
@@ -273,6 +278,8 @@ static void res_add(struct fc_txn *t, const uint32_t *need)
 	struct fc_txn_engine *e = t->e;
 
 	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
+		if (!need[i])
+			continue;
 		t->used[i] += need[i];
 		e->fn_used[t->cfg.fn][i] += need[i];
 		e->used[gidx(e, i)] += need[i];
@@ -285,6 +292,8 @@ static void res_sub(struct fc_txn *t, const uint32_t *n)
 	struct fc_txn_engine *e = t->e;
 
 	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
+		if (!n[i])
+			continue;
 		t->used[i] -= n[i];
 		e->fn_used[t->cfg.fn][i] -= n[i];
 		e->used[gidx(e, i)] -= n[i];
