@@ -532,21 +532,13 @@ struct fc_txn *fc_rdma_conn_open(struct fc_rdma *d, const struct fc_txn_conn_cfg
 	}
 	memset(c, 0, sizeof(*c));
 	c->d = d;
+	/* the deferred-answer FIFO is allocated when the connection first needs it (an
+	 * overload: every pending_resp slot busy), not for every connection */
 	c->dq_cap = cfg->max_rx_txns < d->cfg.pull_defer_max ? cfg->max_rx_txns :
 		    d->cfg.pull_defer_max;
-	if (c->dq_cap && !(c->dq = calloc(c->dq_cap, sizeof(*c->dq)))) {
-		errno = ENOMEM;
-		return NULL;
-	}
 	c->t = fc_txn_conn_new(d->e, cfg, &rdma_txn_ops, c);
-	if (!c->t) {
-		int err = errno;
-
-		free(c->dq);
-		c->dq = NULL;
-		errno = err;
+	if (!c->t)
 		return NULL;
-	}
 	c->used = 1;
 	c->ordered = cfg->pdl.ordered != 0;
 	c->mn = cfg->mn != 0;
@@ -2678,7 +2670,9 @@ static void on_request(void *ctx, struct fc_txn *t, const struct fc_txn_req *r)
 	}
 	/* a pull: reserve where its answer will wait if txn has no room for it */
 	room = pull_room(d);
-	if (!room && c->dq_count + c->dq_reserved >= c->dq_cap) {
+	if (!room && !c->dq && c->dq_cap)
+		c->dq = calloc(c->dq_cap, sizeof(*c->dq)); /* bounded: dq_cap; NULL = no room */
+	if (!room && (!c->dq || c->dq_count + c->dq_reserved >= c->dq_cap)) {
 		d->cnt.pull_rnr_busy++; /* nowhere: ask again shortly (8.5.3.4) */
 		fc_txn_rnr(t, r->rsn, 1, d->now);
 		return;
