@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * falcon/queue.h - the rings a client process and falcond share (DESIGN.md, "The client
+ * data path"): send queue, receive queue (and SRQ) and completion queue, in memory one
+ * side creates (a memfd) and both map. This header is ABI: both sides compile it, the
+ * layout is fixed by the static asserts below, and a ring starts with its own size and
+ * version so that either side can refuse a ring it does not understand.
+ *
+ * One producer and one consumer per ring. The producer writes an entry, then publishes it
+ * with a release store of its index; the consumer reads the index with an acquire load,
+ * reads the entry, then gives the slot back with a release store of its own index. The
+ * indexes are free-running 32-bit counters (position = index & (entries - 1)); each sits
+ * on its own 64-byte cache line so that the two sides never write the same line. A
+ * consumer that is about to sleep sets need_wakeup; a producer that sees it set rings the
+ * doorbell (an eventfd), otherwise it does not make the system call (AF_XDP's idea).
+ *
+ * Everything in a ring is input from the other process: a consumer checks the header
+ * (fc_ring_check) when it maps a ring and never trusts an index to be within
+ * producer - consumer <= entries (fc_ring_avail clamps it and reports the violation).
+ * Userspace only (C11 atomics through the GCC builtins).
+ */
+#ifndef FALCON_QUEUE_H
+#define FALCON_QUEUE_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FC_RING_MAGIC 0x464c4352u /* "FLCR" */
+#define FC_RING_VERSION 1u
+#define FC_RING_ENTRIES_MAX (1u << 16)
+#define FC_RING_SGE_MAX 4u
+
+enum fc_ring_kind {
+	FC_RING_SQ = 1,  /* struct fc_ring_send_wr */
+	FC_RING_RQ = 2,  /* struct fc_ring_recv_wr (receive queue or SRQ) */
+	FC_RING_CQ = 3,  /* struct fc_ring_cqe */
+};
+
+/* The header: first the fields that tell what the rest is. */
+struct fc_ring_hdr {
+	uint32_t size;        /* sizeof(struct fc_ring_hdr) */
+	uint32_t magic;       /* FC_RING_MAGIC */
+	uint16_t version;     /* FC_RING_VERSION */
+	uint16_t kind;        /* enum fc_ring_kind */
+	uint32_t entry_size;  /* bytes per entry */
+	uint32_t entries;     /* a power of 2, <= FC_RING_ENTRIES_MAX */
+	uint32_t flags;       /* none yet: 0 */
+	uint8_t pad0[40];
+	/* written by the producer only */
+	uint32_t prod;
+	uint8_t pad1[60];
+	/* written by the consumer only */
+	uint32_t cons;
+	uint32_t need_wakeup; /* the consumer sleeps until the doorbell rings */
+	uint8_t pad2[56];
+};
+
+struct fc_ring_sge {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t lkey;
+};
+
+/* A send work request, as falcon_post_send takes it (opcodes of enum fc_rdma_wr_opcode). */
+struct fc_ring_send_wr {
+	uint64_t wr_id;
+	uint8_t opcode;
+	uint8_t flags;
+	uint8_t num_sge;      /* <= FC_RING_SGE_MAX */
+	uint8_t pad0;
+	uint32_t imm;         /* SEND_IMM, WRITE_IMM; SEND_INV: the R_Key to invalidate */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t ah;          /* UD */
+	uint32_t remote_qpn;  /* UD */
+	uint32_t remote_qkey; /* UD */
+	uint64_t compare_add, swap, compare_add_mask, swap_mask;
+	struct fc_ring_sge sgl[FC_RING_SGE_MAX];
+}; /* 136 bytes */
+
+struct fc_ring_recv_wr {
+	uint64_t wr_id;
+	uint32_t num_sge;     /* <= FC_RING_SGE_MAX */
+	uint32_t pad0;
+	struct fc_ring_sge sgl[FC_RING_SGE_MAX];
+}; /* 80 bytes */
+
+/* A completion (the fields of ibverbs' ibv_wc that falcon fills). */
+struct fc_ring_cqe {
+	uint64_t wr_id;
+	uint8_t status;       /* enum fc_wc_status, numbered as ibv_wc_status */
+	uint8_t opcode;       /* numbered as ibv_wc_opcode (enum fc_rdma_wc_opcode) */
+	uint16_t pad0;
+	uint32_t flags;
+	uint32_t byte_len;
+	uint32_t imm_data;
+	uint32_t invalidated_rkey;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t vendor_err;
+}; /* 40 bytes */
+
+_Static_assert(sizeof(struct fc_ring_hdr) == 192, "ring header: three cache lines");
+_Static_assert(offsetof(struct fc_ring_hdr, prod) == 64, "producer index on line 1");
+_Static_assert(offsetof(struct fc_ring_hdr, cons) == 128, "consumer index on line 2");
+_Static_assert(offsetof(struct fc_ring_hdr, need_wakeup) == 132, "wakeup flag beside it");
+_Static_assert(sizeof(struct fc_ring_sge) == 16, "sge");
+_Static_assert(sizeof(struct fc_ring_send_wr) == 136, "send wr");
+_Static_assert(offsetof(struct fc_ring_send_wr, sgl) == 72, "send wr sgl");
+_Static_assert(sizeof(struct fc_ring_recv_wr) == 80, "recv wr");
+_Static_assert(sizeof(struct fc_ring_cqe) == 40, "cqe");
+
+static inline uint32_t fc_ring_entry_size(enum fc_ring_kind kind)
+{
+	return kind == FC_RING_SQ ? sizeof(struct fc_ring_send_wr) :
+	       kind == FC_RING_RQ ? sizeof(struct fc_ring_recv_wr) :
+	       kind == FC_RING_CQ ? sizeof(struct fc_ring_cqe) : 0;
+}
+
+/* Bytes a ring of that kind and size takes, 0 for a bad kind or size. */
+static inline size_t fc_ring_bytes(enum fc_ring_kind kind, uint32_t entries)
+{
+	if (!fc_ring_entry_size(kind) || !entries || entries > FC_RING_ENTRIES_MAX ||
+	    (entries & (entries - 1)))
+		return 0;
+	return sizeof(struct fc_ring_hdr) + (size_t)entries * fc_ring_entry_size(kind);
+}
+
+/* Lay a ring out in mem (bytes long). Returns 0, or -EINVAL (bad kind or size, too
+ * little memory). Indexes start at 0. */
+static inline int fc_ring_init(void *mem, size_t bytes, enum fc_ring_kind kind, uint32_t entries)
+{
+	struct fc_ring_hdr *h = mem;
+	size_t need = fc_ring_bytes(kind, entries);
+
+	if (!mem || !need || bytes < need)
+		return -EINVAL;
+	__builtin_memset(h, 0, sizeof(*h));
+	h->size = sizeof(*h);
+	h->magic = FC_RING_MAGIC;
+	h->version = FC_RING_VERSION;
+	h->kind = (uint16_t)kind;
+	h->entry_size = fc_ring_entry_size(kind);
+	h->entries = entries;
+	return 0;
+}
+
+/* Check a ring the other side laid out (bytes: what is mapped). Returns 0 or -EINVAL. */
+static inline int fc_ring_check(const void *mem, size_t bytes, enum fc_ring_kind kind)
+{
+	const struct fc_ring_hdr *h = mem;
+
+	if (!mem || bytes < sizeof(*h) || h->size != sizeof(*h) || h->magic != FC_RING_MAGIC ||
+	    h->version != FC_RING_VERSION || h->kind != kind ||
+	    h->entry_size != fc_ring_entry_size(kind) || h->flags ||
+	    !fc_ring_bytes(kind, h->entries) || bytes < fc_ring_bytes(kind, h->entries))
+		return -EINVAL;
+	return 0;
+}
+
+static inline void *fc_ring_entry(void *mem, uint32_t index)
+{
+	struct fc_ring_hdr *h = mem;
+
+	return (uint8_t *)mem + sizeof(*h) + (size_t)(index & (h->entries - 1)) * h->entry_size;
+}
+
+/* Producer: slots free to write (0: full). */
+static inline uint32_t fc_ring_space(const void *mem)
+{
+	const struct fc_ring_hdr *h = mem;
+	uint32_t cons = __atomic_load_n(&h->cons, __ATOMIC_ACQUIRE);
+	uint32_t used = h->prod - cons;
+
+	return used >= h->entries ? 0 : h->entries - used;
+}
+
+/* Producer: publish n written entries. */
+static inline void fc_ring_produce(void *mem, uint32_t n)
+{
+	struct fc_ring_hdr *h = mem;
+
+	__atomic_store_n(&h->prod, h->prod + n, __ATOMIC_RELEASE);
+}
+
+/* Consumer: entries ready to read. A producer index more than a ring ahead of ours is a
+ * broken (or hostile) producer: *bad is set and 0 returned, the caller stops trusting
+ * the ring. */
+static inline uint32_t fc_ring_avail(const void *mem, int *bad)
+{
+	const struct fc_ring_hdr *h = mem;
+	uint32_t prod = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	uint32_t n = prod - h->cons;
+
+	if (n > h->entries) {
+		if (bad)
+			*bad = 1;
+		return 0;
+	}
+	return n;
+}
+
+/* Consumer: give n read entries back. */
+static inline void fc_ring_consume(void *mem, uint32_t n)
+{
+	struct fc_ring_hdr *h = mem;
+
+	__atomic_store_n(&h->cons, h->cons + n, __ATOMIC_RELEASE);
+}
+
+#endif
