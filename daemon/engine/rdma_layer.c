@@ -108,7 +108,7 @@ int fc_rdma_conn_close(struct fc_rdma *d, struct fc_txn *t)
 	struct conn *c = conn_of(d, t);
 
 	if (!c)
-		return -EINVAL;
+		return -ENOENT;
 	if (c->nref)
 		return -EBUSY;
 	pend_drop_conn(d, c);

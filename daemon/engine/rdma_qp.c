@@ -167,7 +167,9 @@ static int check_conn(const struct fc_rdma *d, const struct fc_rdma_qp_init *a, 
 {
 	struct conn *c = conn_of(d, a->conn);
 
-	if (!c || c->mn || c->ordered != (a->order == FC_RDMA_ORDER_STRONG))
+	if (!c)
+		return -ENOENT;
+	if (c->mn || c->ordered != (a->order == FC_RDMA_ORDER_STRONG))
 		return -EINVAL;
 	if (c->qp)
 		return -EBUSY;
@@ -186,20 +188,26 @@ static int check_qp_init(const struct fc_rdma *d, const struct fc_rdma_qp_init *
 	    (a->order == FC_RDMA_ORDER_NONE && a->err_mode != FC_RDMA_MODE_CIE) ||
 	    a->rnr_retry > 7 || a->min_rnr_timer > FC_NACK_RNR_TO_MASK)
 		return -EINVAL;
-	if (sq && (!cq_get(d, a->send_cq) || !a->sq_depth || a->sq_depth > TBL_MAX ||
+	if (sq && (!a->sq_depth || a->sq_depth > TBL_MAX ||
 		   a->max_send_sge > FC_SEG_SGE_MAX || !a->max_inflight ||
 		   a->max_inflight > TBL_MAX))
 		return -EINVAL;
 	if (own_rq && (!a->rq_depth || a->rq_depth > TBL_MAX ||
 		       a->max_recv_sge > FC_RDMA_RECV_SGE_MAX))
 		return -EINVAL;
-	if ((a->type == FC_RDMA_QPT_RC || a->type == FC_RDMA_QPT_UD) && !cq_get(d, a->recv_cq))
-		return -EINVAL;
-	if ((a->type == FC_RDMA_QPT_RC || a->type == FC_RDMA_QPT_UD) && a->srq &&
-	    (!(s = srq_get(d, a->srq)) || s->xrcd))
-		return -EINVAL;
 	if (a->type == FC_RDMA_QPT_XRC_TGT && !a->xrcd)
 		return -EINVAL;
+	/* the objects it names: -ENOENT when one is missing */
+	if (sq && !cq_get(d, a->send_cq))
+		return -ENOENT;
+	if ((a->type == FC_RDMA_QPT_RC || a->type == FC_RDMA_QPT_UD) && !cq_get(d, a->recv_cq))
+		return -ENOENT;
+	if ((a->type == FC_RDMA_QPT_RC || a->type == FC_RDMA_QPT_UD) && a->srq) {
+		if (!(s = srq_get(d, a->srq)))
+			return -ENOENT;
+		if (s->xrcd)
+			return -EINVAL;
+	}
 	return 0;
 }
 
@@ -301,7 +309,7 @@ int fc_rdma_qp_destroy(struct fc_rdma *d, uint32_t qpn)
 	struct qp *q = qp_get(d, qpn);
 
 	if (!q)
-		return -EINVAL;
+		return -ENOENT;
 	qp_reset(d, q);
 	qp_take_refs(d, q, 0);
 	qp_free_mem(q);
@@ -314,7 +322,9 @@ int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_a
 	struct qp *q = qp_get(d, qpn);
 	uint8_t to;
 
-	if (!q || !attr)
+	if (!q)
+		return -ENOENT;
+	if (!attr)
 		return -EINVAL;
 	to = attr->state;
 	if (to == FC_RDMA_QPS_RESET) {
@@ -340,14 +350,14 @@ int fc_rdma_qp_state(const struct fc_rdma *d, uint32_t qpn)
 {
 	const struct qp *q = qp_get(d, qpn);
 
-	return q ? q->state : -EINVAL;
+	return q ? q->state : -ENOENT;
 }
 
 int fc_rdma_qp_sq_outstanding(const struct fc_rdma *d, uint32_t qpn)
 {
 	const struct qp *q = qp_get(d, qpn);
 
-	return q ? (int)(q->sq_tail - q->sq_head) : -EINVAL;
+	return q ? (int)(q->sq_tail - q->sq_head) : -ENOENT;
 }
 
 int fc_rdma_qp_rq_outstanding(const struct fc_rdma *d, uint32_t qpn)
@@ -356,7 +366,7 @@ int fc_rdma_qp_rq_outstanding(const struct fc_rdma *d, uint32_t qpn)
 	int n = 0;
 
 	if (!q)
-		return -EINVAL;
+		return -ENOENT;
 	for (uint32_t i = 0; q->map && i < MAP_MAX; i++)
 		n += q->map[i].used;
 	return (int)(q->rq.tail - q->rq.head) + n;
@@ -411,7 +421,9 @@ static int check_ud_dest(const struct fc_rdma *d, const struct qp *q,
 {
 	struct ah *ah = ah_get(d, wr->ah);
 
-	if (!ah || ah->pd != q->pd || wr->remote_qpn > FC_RDMA_QPN_MASK ||
+	if (!ah)
+		return -ENOENT;
+	if (ah->pd != q->pd || wr->remote_qpn > FC_RDMA_QPN_MASK ||
 	    ah->c->ordered != (q->order == FC_RDMA_ORDER_STRONG))
 		return -EINVAL;
 	*c = ah->c;
@@ -481,7 +493,9 @@ int fc_rdma_post_send(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_send
 	uint64_t total = 0;
 	int err;
 
-	if (!q || !wr || !has_sq(q->type) ||
+	if (!q)
+		return -ENOENT;
+	if (!wr || !has_sq(q->type) ||
 	    (q->state != FC_RDMA_QPS_RTS && q->state != FC_RDMA_QPS_ERR))
 		return -EINVAL;
 	set_now(d, now_ns);
@@ -492,7 +506,7 @@ int fc_rdma_post_send(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_send
 	if (err)
 		return err;
 	if (q->sq_tail - q->sq_head == q->sq_depth)
-		return -ENOMEM;
+		return -EAGAIN;
 	w = sq_at(q, q->sq_tail);
 	w->wr = *wr;
 	w->wr.sgl = w->sge;
@@ -532,7 +546,9 @@ int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv
 	struct qp *q = qp_get(d, qpn);
 	int rc;
 
-	if (!q || !has_rq(q) || q->state == FC_RDMA_QPS_RESET)
+	if (!q)
+		return -ENOENT;
+	if (!has_rq(q) || q->state == FC_RDMA_QPS_RESET)
 		return -EINVAL;
 	rc = rdma_rq_post(&q->rq, wr);
 	if (!rc && q->state == FC_RDMA_QPS_ERR)

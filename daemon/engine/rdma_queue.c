@@ -66,7 +66,7 @@ int fc_rdma_cq_destroy(struct fc_rdma *d, uint32_t cqn)
 	struct cq *cq = cq_get(d, cqn);
 
 	if (!cq)
-		return -EINVAL;
+		return -ENOENT;
 	if (cq->nref)
 		return -EBUSY;
 	free(cq->ring);
@@ -80,7 +80,9 @@ int fc_rdma_poll_cq(struct fc_rdma *d, uint32_t cqn, struct fc_rdma_wc *wc, uint
 	struct cq *cq = cq_get(d, cqn);
 	uint32_t k = 0;
 
-	if (!cq || (!wc && n))
+	if (!cq)
+		return -ENOENT;
+	if (!wc && n)
 		return -EINVAL;
 	for (; k < n && cq->count; k++) {
 		wc[k] = cq->ring[cq->head];
@@ -97,7 +99,7 @@ int fc_rdma_cq_arm(struct fc_rdma *d, uint32_t cqn, int solicited_only)
 	struct cq *cq = cq_get(d, cqn);
 
 	if (!cq)
-		return -EINVAL;
+		return -ENOENT;
 	cq->armed = 1;
 	cq->armed_sol = solicited_only != 0;
 	return 0;
@@ -130,7 +132,7 @@ void rdma_rq_fini(struct rq *q)
 }
 
 
-/* Validate and append wr. Returns 0, -EINVAL, -ENOMEM. */
+/* Validate and append wr. Returns 0, -EINVAL, -EAGAIN (full). */
 int rdma_rq_post(struct rq *q, const struct fc_rdma_recv_wr *wr)
 {
 	struct rwqe *w;
@@ -139,7 +141,7 @@ int rdma_rq_post(struct rq *q, const struct fc_rdma_recv_wr *wr)
 	if (!wr || wr->num_sge > q->max_sge || (wr->num_sge && !wr->sgl))
 		return -EINVAL;
 	if (q->tail - q->head == q->depth)
-		return -ENOMEM;
+		return -EAGAIN;
 	for (uint32_t i = 0; i < wr->num_sge; i++)
 		cap += wr->sgl[i].len;
 	if (cap > FC_SEG_MSG_MAX)
@@ -180,7 +182,7 @@ int fc_rdma_srq_create(struct fc_rdma *d, const struct fc_rdma_srq_init *a, uint
 	if (!a || !srqn || !a->depth || a->depth > TBL_MAX || a->max_sge > FC_RDMA_RECV_SGE_MAX)
 		return -EINVAL;
 	if (a->xrcd && !(cq = cq_get(d, a->cq)))
-		return -EINVAL;
+		return -ENOENT;
 	for (uint32_t i = 0; i < d->cfg.max_srqs && !s; i++)
 		if (!d->srq[i].used)
 			s = &d->srq[i];
@@ -208,7 +210,7 @@ int fc_rdma_srq_destroy(struct fc_rdma *d, uint32_t srqn)
 	struct cq *cq;
 
 	if (!s)
-		return -EINVAL;
+		return -ENOENT;
 	if (s->nref)
 		return -EBUSY;
 	if (s->xrcd && (cq = cq_get(d, s->cq)))
@@ -222,7 +224,7 @@ int fc_rdma_post_srq_recv(struct fc_rdma *d, uint32_t srqn, const struct fc_rdma
 {
 	struct srq *s = srq_get(d, srqn);
 
-	return s ? rdma_rq_post(&s->rq, wr) : -EINVAL;
+	return s ? rdma_rq_post(&s->rq, wr) : -ENOENT;
 }
 
 int fc_rdma_ah_create(struct fc_rdma *d, uint32_t pd, struct fc_txn *conn, uint32_t *ahn)
@@ -230,8 +232,10 @@ int fc_rdma_ah_create(struct fc_rdma *d, uint32_t pd, struct fc_txn *conn, uint3
 	struct conn *c = conn_of(d, conn);
 	struct ah *ah = NULL;
 
-	if (!c || !ahn)
+	if (!ahn)
 		return -EINVAL;
+	if (!c)
+		return -ENOENT;
 	for (uint32_t i = 0; i < d->cfg.max_ahs && !ah; i++)
 		if (!d->ah[i].used)
 			ah = &d->ah[i];
@@ -251,7 +255,7 @@ int fc_rdma_ah_destroy(struct fc_rdma *d, uint32_t ahn)
 	struct ah *ah = ah_get(d, ahn);
 
 	if (!ah)
-		return -EINVAL;
+		return -ENOENT;
 	conn_unref(ah->c);
 	ah->used = 0;
 	return 0;
