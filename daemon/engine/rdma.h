@@ -113,6 +113,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "falcon/queue.h"
 #include "mr.h"
 #include "seg.h"
 #include "txn.h"
@@ -308,6 +309,8 @@ struct fc_rdma_counters {
 	uint64_t resp_lost;                           /* Pull Data with no room (never) */
 	uint64_t eagain;                              /* txn refused a submission */
 	uint64_t gather_lost;                         /* push data gone when encoded: zeros */
+	uint64_t ring_bad_wr;                         /* ring WRs refused: completed in error */
+	uint64_t ring_broken;                         /* rings whose producer index went wild */
 };
 
 struct fc_rdma;
@@ -419,6 +422,46 @@ int fc_rdma_post_send(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_send
 /* Post a receive WR. Returns 0, -ENOENT (no such QP), -EINVAL (RESET, a QP with an SRQ
  * or without a receive queue, num_sge above max_recv_sge), -EAGAIN (full). In ERR: flushed. */
 int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv_wr *wr);
+
+/* ---- rings in caller memory (include/falcon/queue.h) ----
+ *
+ * A QP's send and receive queue and a CQ may live in memory the caller provides (the
+ * daemon: a memfd shared with the client process), laid out by falcon/queue.h. The
+ * engine keeps the ring's size and its own index at attach and from then on reads only
+ * the producer's index and the entries: a header changed later changes nothing. A WR
+ * read from a ring is client input: it is read once into the engine's own SQ/RQ entry
+ * and checked as fc_rdma_post_send / fc_rdma_post_recv check theirs; one they refuse
+ * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (in SQ order;
+ * receive: on the receive CQ) and the ring moves on. A producer index more than a ring
+ * ahead of the engine's consumer index (a broken client) takes the QP to the error state
+ * and its rings are not read again (-EPROTO). The ring WR carries no XRC SRQ number: XRC
+ * initiator QPs post with fc_rdma_post_send. As verbs: a buffer a WR names must not
+ * change before the WR completes (a retransmission gathers it again).
+ */
+
+/* Bytes of a ring of that kind and size (a power of 2 up to FC_RING_ENTRIES_MAX), 0
+ * for a bad kind or size; lay one out in mem: 0 or -EINVAL (as fc_ring_bytes/init). */
+size_t fc_rdma_ring_bytes(enum fc_ring_kind kind, uint32_t entries);
+int fc_rdma_ring_init(void *mem, size_t bytes, enum fc_ring_kind kind, uint32_t entries);
+/* Completions of CQ cqn go to ring (an FC_RING_CQ ring of bytes bytes) from now on, and
+ * fc_rdma_poll_cq on it is -EINVAL. A full ring is a CQ overflow (as an in-engine CQ:
+ * the completion is lost and counted, FC_RDMA_EV_CQ_ERR, the QP goes to the error
+ * state). The ring must outlive the CQ or the layer. Returns 0, -ENOENT (no such CQ),
+ * -EINVAL (bad ring header or size, a ring already attached), -EBUSY (the CQ holds
+ * completions or overflowed). */
+int fc_rdma_cq_attach_ring(struct fc_rdma *d, uint32_t cqn, void *ring, size_t bytes);
+/* The QP's send WRs (sq, an FC_RING_SQ ring) and/or receive WRs (rq, FC_RING_RQ; a QP
+ * with its own receive queue) come from these rings from now on (fc_rdma_post_send and
+ * fc_rdma_post_recv still work beside them). Either may be NULL, not both. Returns 0,
+ * -ENOENT (no such QP), -EINVAL (bad ring, a QP without that queue, XRC initiator, rings
+ * already attached). */
+int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq_bytes,
+			    void *rq, size_t rq_bytes);
+/* Take the WRs the producer published: receives first, then sends, each while the
+ * engine's own queue (rq_depth / sq_depth) has room; the rest wait for the next call.
+ * Returns the number taken, -ENOENT (no such QP), -EINVAL (no ring attached), -EPROTO
+ * (a broken ring, see above). */
+int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns);
 
 /* ---- inspection ---- */
 

@@ -127,6 +127,11 @@ struct qp {
 	uint32_t rnr_next;
 	uint64_t w_bytes;          /* WRITE message being received: bytes so far */
 	int w_err;                 /* ... and its first failure (-FC_RDMA_E*) */
+	/* rings in caller memory (falcon/queue.h; rdma_ring.c): the engine consumes them;
+	 * entries and our index are kept here, never re-read from the shared header */
+	void *usq, *urq;
+	uint32_t usq_mask, usq_cons, urq_mask, urq_cons;
+	uint8_t ubroken;           /* a ring's producer index went wild: rings unused */
 };
 
 struct cq {
@@ -134,6 +139,8 @@ struct cq {
 	uint8_t used, error, armed, armed_sol;
 	struct fc_rdma_wc *ring;
 	uint32_t depth, head, count;
+	void *uring;               /* completions go to this ring in caller memory */
+	uint32_t umask, uprod;     /* its size - 1 and our producer index */
 };
 
 struct srq {
@@ -337,6 +344,9 @@ void rdma_wr_finish(struct fc_rdma *d, struct qp *q, struct swqe *w);
 void rdma_on_gather(void *ctx, struct fc_txn *t, uint64_t cookie, uint32_t off, void *dst,
 		    uint32_t len);
 void rdma_on_complete(void *ctx, struct fc_txn *t, const struct fc_txn_cmpl *c);
+
+/* rdma_ring.c */
+int rdma_cq_ring_push(struct fc_rdma *d, struct cq *cq, const struct fc_rdma_wc *wc);
 
 /* rdma_resp.c */
 void rdma_run_deferred(struct fc_rdma *d);

@@ -18,7 +18,7 @@ void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, 
 
 	if (!cq)
 		return;
-	if (cq->error || cq->count == cq->depth) {
+	if (cq->error || (cq->uring ? rdma_cq_ring_push(d, cq, wc) : cq->count == cq->depth)) {
 		d->cnt.cq_lost++;
 		if (!cq->error)
 			rdma_async_push(d, FC_RDMA_EV_CQ_ERR, cq->num);
@@ -27,8 +27,10 @@ void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, 
 			rdma_qp_to_err(q, d);
 		return;
 	}
-	cq->ring[(cq->head + cq->count) % cq->depth] = *wc;
-	cq->count++;
+	if (!cq->uring) {
+		cq->ring[(cq->head + cq->count) % cq->depth] = *wc;
+		cq->count++;
+	}
 	sol = (wc->flags & FC_RDMA_WC_F_SOLICITED) || wc->status != FC_WC_SUCCESS;
 	if (cq->armed && (!cq->armed_sol || sol)) {
 		cq->armed = 0;
@@ -71,6 +73,7 @@ int fc_rdma_cq_destroy(struct fc_rdma *d, uint32_t cqn)
 		return -EBUSY;
 	free(cq->ring);
 	cq->ring = NULL;
+	cq->uring = NULL;
 	cq->used = 0;
 	return 0;
 }
@@ -82,7 +85,7 @@ int fc_rdma_poll_cq(struct fc_rdma *d, uint32_t cqn, struct fc_rdma_wc *wc, uint
 
 	if (!cq)
 		return -ENOENT;
-	if (!wc && n)
+	if ((!wc && n) || cq->uring)
 		return -EINVAL;
 	for (; k < n && cq->count; k++) {
 		wc[k] = cq->ring[cq->head];
