@@ -113,6 +113,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "falcon/queue.h"
 #include "mr.h"
 #include "seg.h"
 #include "txn.h"
@@ -308,6 +309,8 @@ struct fc_rdma_counters {
 	uint64_t resp_lost;                           /* Pull Data with no room (never) */
 	uint64_t eagain;                              /* txn refused a submission */
 	uint64_t gather_lost;                         /* push data gone when encoded: zeros */
+	uint64_t ring_bad_wr;                         /* ring WRs refused: completed in error */
+	uint64_t ring_broken;                         /* rings whose producer index went wild */
 };
 
 struct fc_rdma;
@@ -338,49 +341,52 @@ void fc_rdma_on_timer(struct fc_rdma *d, uint64_t now_ns);
  * set for a connection that serves UD QPs). Returns it, or NULL and sets errno: ENOSPC
  * (max_conns), or the errors of fc_txn_conn_new. */
 struct fc_txn *fc_rdma_conn_open(struct fc_rdma *d, const struct fc_txn_conn_cfg *cfg);
-/* Close it. Returns 0, -EINVAL (not one of ours), -EBUSY (a QP or AH still uses it). */
+/* Close it. Returns 0, -ENOENT (not one of ours), -EBUSY (a QP or AH still uses it). */
 int fc_rdma_conn_close(struct fc_rdma *d, struct fc_txn *t);
 
 /* ---- completion queues ---- */
 
 /* Returns 0 and *cqn, -EINVAL (depth 0 or above 65536), -ENOSPC, -ENOMEM. */
 int fc_rdma_cq_create(struct fc_rdma *d, uint32_t depth, uint32_t *cqn);
-/* Returns 0, -EINVAL, -EBUSY (a QP or SRQ uses it). */
+/* Returns 0, -ENOENT (no such CQ), -EBUSY (a QP or SRQ uses it). */
 int fc_rdma_cq_destroy(struct fc_rdma *d, uint32_t cqn);
-/* Up to n completions, oldest first. Returns their number (0: empty), -EINVAL (no such
- * CQ, wc NULL with n > 0), -EOVERFLOW (the CQ overflowed and is now empty). */
+/* Up to n completions, oldest first. Returns their number (0: empty), -ENOENT (no such
+ * CQ), -EINVAL (wc NULL with n > 0), -EOVERFLOW (the CQ overflowed and is now empty). */
 int fc_rdma_poll_cq(struct fc_rdma *d, uint32_t cqn, struct fc_rdma_wc *wc, uint32_t n);
 /* The next completion (solicited_only: the next one with the solicited bit or an error
- * status) calls cfg->cq_event once. Returns 0 or -EINVAL. */
+ * status) calls cfg->cq_event once. Returns 0 or -ENOENT. */
 int fc_rdma_cq_arm(struct fc_rdma *d, uint32_t cqn, int solicited_only);
 
 /* ---- shared receive queues ---- */
 
-/* Returns 0 and *srqn (24 bits), -EINVAL (bad sizes, unknown PD is not checked here,
- * XRC without a valid CQ), -ENOSPC, -ENOMEM. */
+/* Returns 0 and *srqn (24 bits), -EINVAL (bad sizes; unknown PD is not checked here),
+ * -ENOENT (XRC: no such CQ), -ENOSPC, -ENOMEM. */
 int fc_rdma_srq_create(struct fc_rdma *d, const struct fc_rdma_srq_init *a, uint32_t *srqn);
-/* Returns 0, -EINVAL, -EBUSY (a QP uses it). Posted WQEs are dropped without
+/* Returns 0, -ENOENT, -EBUSY (a QP uses it). Posted WQEs are dropped without
  * completion (IB: destroying an SRQ discards them). */
 int fc_rdma_srq_destroy(struct fc_rdma *d, uint32_t srqn);
-/* Returns 0, -EINVAL (no such SRQ, num_sge above max_sge, sgl NULL), -ENOMEM (full). */
+/* Returns 0, -ENOENT (no such SRQ), -EINVAL (num_sge above max_sge, sgl NULL), -EAGAIN
+ * (full). */
 int fc_rdma_post_srq_recv(struct fc_rdma *d, uint32_t srqn, const struct fc_rdma_recv_wr *wr);
 
 /* ---- address handles (UD) ---- */
 
-/* An AH in pd naming connection conn (6.6.3). Returns 0 and *ahn, -EINVAL (conn not
- * ours), -ENOSPC. */
+/* An AH in pd naming connection conn (6.6.3). Returns 0 and *ahn, -ENOENT (conn not
+ * ours), -EINVAL (ahn NULL), -ENOSPC. */
 int fc_rdma_ah_create(struct fc_rdma *d, uint32_t pd, struct fc_txn *conn, uint32_t *ahn);
+/* Returns 0 or -ENOENT. */
 int fc_rdma_ah_destroy(struct fc_rdma *d, uint32_t ahn);
 
 /* ---- queue pairs ---- */
 
 /*
  * Create a QP in RESET. Returns 0 and *qpn, or
- *   -EINVAL  unknown type / order / mode; missing or unknown CQ, SRQ or connection;
+ *   -EINVAL  unknown type / order / mode; a CQ, SRQ or connection not given;
  *            sizes out of range; an SRQ of the wrong kind (XRC SRQ on RC/UD); a
  *            connection whose ordering does not match the mode (STRONG needs an ordered
  *            one, WEAK/NONE an unordered one) or that is M:N (RC/XRC); UNORDERED in
  *            verbs mode (6.4); UD on a 1:1 connection is not checked (AHs name them);
+ *   -ENOENT  a CQ, SRQ or connection named that does not exist (not one of ours);
  *   -EBUSY   the connection already has its RC/XRC QP;
  *   -ENOSPC  max_qps;  -ENOMEM.
  */
@@ -388,40 +394,81 @@ int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32
 /*
  * State transitions: RESET->INIT, INIT->RTR (RC/XRC: attr->remote_qpn), RTR->RTS,
  * any->ERR (flushes), any->RESET (drops every WQE without completion; counters restart).
- * Returns 0, -EINVAL (no such QP, a transition not in the list).
+ * Returns 0, -ENOENT (no such QP), -EINVAL (a transition not in the list).
  */
 int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_attr *attr);
 /* Destroy; its WQEs are dropped without completion, its transactions still in Falcon
- * complete into nothing. Returns 0 or -EINVAL. */
+ * complete into nothing. Returns 0 or -ENOENT. */
 int fc_rdma_qp_destroy(struct fc_rdma *d, uint32_t qpn);
-/* enum fc_rdma_qp_state, or -EINVAL. */
+/* enum fc_rdma_qp_state, or -ENOENT. */
 int fc_rdma_qp_state(const struct fc_rdma *d, uint32_t qpn);
 
 /*
  * Post a send WR (copied). Returns 0 (it will complete exactly once), or
- *   -EINVAL    no such QP; QP not in RTS or ERR; XRC target QP; opcode unknown or not for
+ *   -ENOENT    no such QP; UD: no such AH;
+ *   -EINVAL    QP not in RTS or ERR; XRC target QP; opcode unknown or not for
  *              the QP type (UD: SEND, SEND_IMM); WRITE_IMM on an UNORDERED QP (6.4);
  *              num_sge above max_send_sge, sgl NULL with num_sge > 0; an atomic with
- *              num_sge != 1; UD: unknown AH, AH in another PD, remote_qpn above 24
+ *              num_sge != 1; UD: AH in another PD, remote_qpn above 24
  *              bits, a STRONG QP through an unordered connection or the reverse;
  *              remote_addr + length overflowing 64 bits;
  *   -EMSGSIZE  message above max_msg_bytes, a UD or UNORDERED SEND above one MTU;
- *   -ENOMEM    send queue full.
+ *   -EAGAIN    send queue full.
  * L_Key failures of the WR's own list are not errors of the call: the WR completes
  * LOC_PROT_ERR / LOC_LEN_ERR (tests/rdma_model.h). In ERR the WR is flushed at once.
  */
 int fc_rdma_post_send(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_send_wr *wr,
 		      uint64_t now_ns);
-/* Post a receive WR. Returns 0, -EINVAL (no such QP, RESET, a QP with an SRQ or without
- * a receive queue, num_sge above max_recv_sge), -ENOMEM (full). In ERR: flushed. */
+/* Post a receive WR. Returns 0, -ENOENT (no such QP), -EINVAL (RESET, a QP with an SRQ
+ * or without a receive queue, num_sge above max_recv_sge), -EAGAIN (full). In ERR: flushed. */
 int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv_wr *wr);
+
+/* ---- rings in caller memory (include/falcon/queue.h) ----
+ *
+ * A QP's send and receive queue and a CQ may live in memory the caller provides (the
+ * daemon: a memfd shared with the client process), laid out by falcon/queue.h. The
+ * engine keeps the ring's size and its own index at attach and from then on reads only
+ * the producer's index and the entries: a header changed later changes nothing. A WR
+ * read from a ring is client input: it is read once into the engine's own SQ/RQ entry
+ * and checked as fc_rdma_post_send / fc_rdma_post_recv check theirs; one they refuse
+ * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (in SQ order;
+ * receive: on the receive CQ) and the ring moves on. A producer index more than a ring
+ * ahead of the engine's consumer index (a broken client) takes the QP to the error state
+ * and its rings are not read again (-EPROTO). The ring WR carries no XRC SRQ number: XRC
+ * initiator QPs post with fc_rdma_post_send. As verbs: a buffer a WR names must not
+ * change before the WR completes (a retransmission gathers it again).
+ */
+
+/* Bytes of a ring of that kind and size (a power of 2 up to FC_RING_ENTRIES_MAX), 0
+ * for a bad kind or size; lay one out in mem: 0 or -EINVAL (as fc_ring_bytes/init). */
+size_t fc_rdma_ring_bytes(enum fc_ring_kind kind, uint32_t entries);
+int fc_rdma_ring_init(void *mem, size_t bytes, enum fc_ring_kind kind, uint32_t entries);
+/* Completions of CQ cqn go to ring (an FC_RING_CQ ring of bytes bytes) from now on, and
+ * fc_rdma_poll_cq on it is -EINVAL. A full ring is a CQ overflow (as an in-engine CQ:
+ * the completion is lost and counted, FC_RDMA_EV_CQ_ERR, the QP goes to the error
+ * state). The ring must outlive the CQ or the layer. Returns 0, -ENOENT (no such CQ),
+ * -EINVAL (bad ring header or size, a ring already attached), -EBUSY (the CQ holds
+ * completions or overflowed). */
+int fc_rdma_cq_attach_ring(struct fc_rdma *d, uint32_t cqn, void *ring, size_t bytes);
+/* The QP's send WRs (sq, an FC_RING_SQ ring) and/or receive WRs (rq, FC_RING_RQ; a QP
+ * with its own receive queue) come from these rings from now on (fc_rdma_post_send and
+ * fc_rdma_post_recv still work beside them). Either may be NULL, not both. Returns 0,
+ * -ENOENT (no such QP), -EINVAL (bad ring, a QP without that queue, XRC initiator, rings
+ * already attached). */
+int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq_bytes,
+			    void *rq, size_t rq_bytes);
+/* Take the WRs the producer published: receives first, then sends, each while the
+ * engine's own queue (rq_depth / sq_depth) has room; the rest wait for the next call.
+ * Returns the number taken, -ENOENT (no such QP), -EINVAL (no ring attached), -EPROTO
+ * (a broken ring, see above). */
+int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns);
 
 /* ---- inspection ---- */
 
 /* The oldest async event: 0 and *ev, or -EAGAIN (none). */
 int fc_rdma_get_async_event(struct fc_rdma *d, struct fc_rdma_async_event *ev);
 const struct fc_rdma_counters *fc_rdma_counters(const struct fc_rdma *d);
-/* WRs posted and not yet completed, receive WQEs posted and not yet completed. -EINVAL
+/* WRs posted and not yet completed, receive WQEs posted and not yet completed. -ENOENT
  * for no such QP. */
 int fc_rdma_qp_sq_outstanding(const struct fc_rdma *d, uint32_t qpn);
 int fc_rdma_qp_rq_outstanding(const struct fc_rdma *d, uint32_t qpn);
