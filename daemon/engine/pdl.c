@@ -53,7 +53,8 @@ struct fc_txwin {
 	uint32_t orc;      /* RORC / DORC */
 	uint32_t orrc;     /* RORRC / DORRC */
 	uint32_t retx_pending;
-	uint32_t mask;     /* ring capacity - 1: the window rounded up to a power of 2 */
+	uint32_t mask;     /* ring capacity - 1; grows by doubling up to cap_max - 1 */
+	uint32_t cap_max;  /* the window rounded up to a power of 2 */
 	struct fc_txpkt *pkt;
 };
 
@@ -156,6 +157,12 @@ static struct fc_txpkt *txpkt(struct fc_txwin *w, uint32_t psn)
 	return &w->pkt[psn & w->mask];
 }
 
+/* The release queue holds what both rings can release at once (plus slack for Resyncs). */
+static uint32_t done_cap(const struct fc_pdl *p)
+{
+	return p->tx[0].mask + p->tx[1].mask + 2 + 8;
+}
+
 static uint32_t ts24(uint64_t ns) { return fc_ns_to_ts(ns) & 0xFFFFFF; }
 
 struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
@@ -176,17 +183,21 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* memory by size: each ring holds its window (rounded up to a power of 2), the
-	 * release queue what both can release at once */
+	/* memory by use: each ring starts at FC_PDL_RING_MIN packets and doubles when a
+	 * submission finds it full, up to its window rounded up to a power of 2; the release
+	 * queue and the timer heap follow the rings (ring_grow) */
 	for (int i = 0; i < 2; i++) {
 		uint32_t cap = 1;
 
 		while (cap < cfg->tx_window[i])
 			cap <<= 1;
+		p->tx[i].cap_max = cap;
+		if (cap > FC_PDL_RING_MIN)
+			cap = FC_PDL_RING_MIN;
 		p->tx[i].mask = cap - 1;
 		p->tx[i].pkt = calloc(cap, sizeof(*p->tx[i].pkt));
 	}
-	p->done = calloc(p->tx[0].mask + p->tx[1].mask + 2 + 8, sizeof(*p->done));
+	p->done = calloc(done_cap(p), sizeof(*p->done));
 	p->theap = calloc(p->tx[0].mask + p->tx[1].mask + 2, sizeof(*p->theap));
 	if (!rx)
 		rx = p->rx_own = calloc(1, sizeof(*rx));
@@ -233,7 +244,7 @@ const struct fc_pdl_counters *fc_pdl_counters(const struct fc_pdl *p) { return &
 size_t fc_pdl_mem_bytes(const struct fc_pdl *p)
 {
 	return sizeof(*p) + (p->tx[0].mask + 1 + p->tx[1].mask + 1) * sizeof(struct fc_txpkt) +
-	       (p->tx[0].mask + p->tx[1].mask + 2 + 8) * sizeof(struct fc_done) +
+	       done_cap(p) * sizeof(struct fc_done) +
 	       (p->tx[0].mask + p->tx[1].mask + 2) * sizeof(*p->theap) +
 	       (p->rx_own ? sizeof(*p->rx_own) : 0);
 }
@@ -394,6 +405,53 @@ static void go_dead(struct fc_pdl *p, int reason)
 /* ------------------------------------------------------------------------ */
 /* transmit side                                                             */
 
+/* Double ring w (it is full and below cap_max). Packets keep their PSN, so they move to
+ * psn & new mask; the timer heap names ring slots, so its entries of w are renamed; the
+ * release queue and the heap grow with the rings. Called only from fc_pdl_submit, where no
+ * packet pointer is held. Returns 0, or -1 when the ring is at its window or out of memory
+ * (nothing changed). */
+static int ring_grow(struct fc_pdl *p, struct fc_txwin *w)
+{
+	uint32_t cap = w->mask + 1, ncap = cap * 2, nmask = ncap - 1, wi = (uint32_t)(w - p->tx);
+	uint32_t heap_cap = p->tx[0].mask + p->tx[1].mask + 2 + cap;
+	struct fc_txpkt *pkt;
+	struct fc_done *done;
+	uint16_t *theap;
+
+	if (ncap > w->cap_max)
+		return -1;
+	/* the queue and the heap first: larger than needed is harmless if the ring fails */
+	done = realloc(p->done, (done_cap(p) + cap) * sizeof(*done));
+	if (!done)
+		goto nomem;
+	p->done = done;
+	theap = realloc(p->theap, heap_cap * sizeof(*theap));
+	if (!theap)
+		goto nomem;
+	p->theap = theap;
+	pkt = calloc(ncap, sizeof(*pkt));
+	if (!pkt)
+		goto nomem;
+	for (uint32_t psn = w->bpsn; psn != w->npsn; psn++)
+		pkt[psn & nmask] = w->pkt[psn & w->mask];
+	for (uint32_t i = 0; i < p->ntheap; i++) {
+		uint32_t slot = p->theap[i] & 0x7FFF, psn;
+
+		if (p->theap[i] >> 15 != wi)
+			continue;
+		psn = w->bpsn + ((slot - w->bpsn) & w->mask);
+		p->theap[i] = (uint16_t)(wi << 15 | (psn & nmask));
+	}
+	free(w->pkt);
+	w->pkt = pkt;
+	w->mask = nmask;
+	p->cnt.ring_grows++;
+	return 0;
+nomem:
+	p->cnt.ring_grow_fail++;
+	return -1;
+}
+
 int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *r)
 {
 	struct fc_txwin *w;
@@ -407,8 +465,8 @@ int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *r)
 	    r->gather_len > FC_FALCON_PUSH_MAX - r->len || (r->gather_len && !p->ops->gather))
 		return -EINVAL;
 	w = &p->tx[win_of(r->type)];
-	if (w->npsn - w->bpsn > w->mask)
-		return -EAGAIN;
+	if (w->npsn - w->bpsn > w->mask && ring_grow(p, w))
+		return -EAGAIN; /* full at its window (or no memory to grow: the same, for now) */
 	k = txpkt(w, w->npsn);
 	*k = (struct fc_txpkt){
 		.cookie = r->cookie, .payload = r->payload, .len = r->len, .rsn = r->rsn,
@@ -1245,6 +1303,7 @@ static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 	if (p->ops->nack)
 		p->ops->nack(p->ctx, k->rsn, k->orig_type, f->nack_code, f->ulp_nack_code,
 			     f->nack_code == FC_NACK_RNR ? rnr_ns : 0);
+	k = txpkt(w, f->nack_psn); /* the callback may have submitted: a ring can grow */
 	switch (f->nack_code) {
 	case FC_NACK_RNR:
 		/* section 11: retransmission timeout = max(RTO, RNR timeout); not a retry */

@@ -29,6 +29,7 @@
 enum fc_win_id { FC_WIN_REQ = 0, FC_WIN_DATA = 1 };
 
 #define FC_TX_WIN_MAX 1024  /* largest transmit window, packets */
+#define FC_PDL_RING_MIN 8   /* a transmit ring's first size, packets (it grows to the window) */
 #define FC_PDL_NACK_QUEUE 64 /* NACKs waiting to be sent; more are dropped and counted */
 
 #define FC_CC_P1 0x1u /* 10.6.1 predicate 1: time since the last event */
@@ -161,6 +162,8 @@ struct fc_pdl_counters {
 	uint64_t piggyback_acks;  /* base PSNs advanced by a data packet's piggybacked ACK */
 	uint64_t cc_events, cc_events_skipped, reroutes;
 	uint64_t fatal;
+	uint64_t ring_grows;      /* a transmit ring doubled (memory follows use) */
+	uint64_t ring_grow_fail;  /* ... or could not for want of memory: -EAGAIN instead */
 };
 
 struct fc_pdl;
@@ -173,9 +176,10 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 void fc_pdl_free(struct fc_pdl *p);
 
 /* Queue a packet for transmission; assigns its PSN (9.1.3). Returns 0, -EAGAIN when the
- * window's ring is full (it holds tx_window packets, rounded up to a power of 2, sent or
- * not; try again after releases), -EINVAL for a bad request, -EPIPE after a fatal
- * error. */
+ * window's ring is full (it holds up to tx_window packets, rounded up to a power of 2,
+ * sent or not: it starts at FC_PDL_RING_MIN and doubles as submissions need it; a ring
+ * that cannot grow for want of memory answers -EAGAIN too, counted in ring_grow_fail;
+ * try again after releases), -EINVAL for a bad request, -EPIPE after a fatal error. */
 int fc_pdl_submit(struct fc_pdl *p, const struct fc_pdl_tx_req *req);
 
 /* A packet from the network (a whole Falcon packet, after PSP). tx_ns is the sender's

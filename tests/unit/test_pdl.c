@@ -800,6 +800,54 @@ static void test_gating(void **state)
 	teardown_pair();
 }
 
+/* Memory by use: a ring starts at FC_PDL_RING_MIN and doubles as submissions need it,
+ * up to its window (128 for data). Packets in flight when the ring grows keep their
+ * timers (the timer heap names ring slots, renamed on growth): the timeouts fire for the
+ * right PSNs, and everything is delivered and released once, in order. */
+static void test_ring_grows_to_window(void **state)
+{
+	struct fc_pdl_tx_req r = { .type = FC_PKT_PUSH_DATA, .payload = payload[0], .len = 100 };
+	size_t mem0;
+	uint64_t t;
+	int i;
+
+	(void)state;
+	setup_pair(NULL);
+	mem0 = fc_pdl_mem_bytes(A->p);
+	for (i = 0; i < 6; i++)
+		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i);
+	assert_int_equal(pump(A, B, 0, drop_all, NULL, NULL), 0); /* 6 in flight, timers armed */
+	assert_int_equal(C(A)->ring_grows, 0);
+	for (; i < FC_DATA_WIN; i++)
+		submit(A, FC_PKT_PUSH_DATA, (uint32_t)i + 1, i % 64);
+	r.rsn = FC_DATA_WIN + 1;
+	assert_int_equal(fc_pdl_submit(A->p, &r), -EAGAIN); /* full at the window */
+	assert_int_equal(C(A)->ring_grows, 4);              /* 8 -> 16 -> 32 -> 64 -> 128 */
+	assert_int_equal(C(A)->ring_grow_fail, 0);
+	assert_true(fc_pdl_mem_bytes(A->p) > mem0 + (FC_DATA_WIN - FC_PDL_RING_MIN) * 64);
+	/* the six timers fire for PSNs 300-305, not for whatever took their old slots */
+	fire(A, cfg.rto_ns);
+	assert_int_equal(C(A)->retx_timeout, 6);
+	assert_int_equal(pump(A, B, cfg.rto_ns, NULL, NULL, NULL), 32); /* fcwnd 32 */
+	for (i = 0; i < 6; i++)
+		assert_int_equal(B->got[i].psn, 300 + (uint32_t)i);
+	for (t = cfg.rto_ns; A->ndone < FC_DATA_WIN && t < cfg.rto_ns + 100000 * US; t += 10 * US) {
+		pump(A, B, t, NULL, NULL, NULL);
+		fire(B, t);
+		pump(B, A, t, NULL, NULL, NULL);
+		fire(A, t);
+	}
+	assert_int_equal(A->ndone, FC_DATA_WIN);
+	assert_int_equal(B->ngot, FC_DATA_WIN);
+	for (i = 0; i < FC_DATA_WIN; i++) {
+		assert_int_equal(B->got[i].rsn, (uint32_t)i + 1);
+		assert_int_equal(A->done[i].rsn, (uint32_t)i + 1);
+		assert_int_equal(A->done[i].st, FC_TX_ACKED);
+	}
+	assert_int_equal(C(A)->retx_timeout, 6);
+	teardown_pair();
+}
+
 static void half_window(struct fc_pdl_cfg *c)
 {
 	c->fcwnd_fp = FC_CWND_ONE / 2;
@@ -1053,6 +1101,7 @@ int main(void)
 		cmocka_unit_test(test_stale_and_bogus_acks),
 		cmocka_unit_test(test_eack_own),
 		cmocka_unit_test(test_gating),
+		cmocka_unit_test(test_ring_grows_to_window),
 		cmocka_unit_test(test_pacing),
 		cmocka_unit_test(test_ar_policy),
 		cmocka_unit_test(test_ordered_across_windows),
