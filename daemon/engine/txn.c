@@ -9,9 +9,13 @@
  *    one arena with a free list (held requests, Pull Data waiting for its turn). Every
  *    region is accounted in packets and cells against the host's, the function's and
  *    the connection's limits (8.2.3, 8.2.4).
- *  - connection: the initiator table (RSN mod max_txns), the target table (RSN mod
- *    max_rx_txns), two scheduler queues (8.3), a queue of PDL calls deferred while the
- *    PDL is inside a callback to us, and two scratch buffers to hand stored bytes out.
+ *  - connection: the initiator table and the target table (each indexed by RSN mod its
+ *    size: it starts at TBL_MIN entries and doubles when a transaction does not fit, up
+ *    to max_txns / max_rx_txns), two scheduler queues (8.3), and a queue of PDL calls
+ *    deferred while the PDL is inside a callback to us (grows the same way). Memory
+ *    follows use: an idle connection costs a few KiB whatever its configured limits.
+ *  - engine: scratch buffers to hand stored bytes out in one piece, one per callback
+ *    nesting level (scratch_take).
  *
  * Re-entrancy: PDL callbacks (deliver, tx_done, nack, fatal) call the ULP, which may call
  * our ULP functions back. ULP answers that need the PDL (ulp_ack / ulp_nack) are queued
@@ -30,6 +34,8 @@
 #define NONE UINT32_MAX
 #define TBL_MAX (1u << 16) /* largest transaction table */
 #define POOL_MAX (1u << 24) /* largest region, packets or cells */
+#define TBL_MIN 16u         /* a transaction table's first size */
+#define ACT_MIN 8u          /* the deferred-call queue's first size */
 
 enum { Q_REQ = 0, Q_DATA = 1 };          /* scheduler queues (8.3) */
 enum { TXP_FREE = 0, TXP_QUEUED, TXP_PDL };
@@ -106,7 +112,7 @@ struct fc_txn {
 	struct action *act;
 	uint32_t nact, act_cap;
 	int in_pdl, want_credits;
-	uint8_t *iscratch, *tscratch;
+	int oom;                 /* no scratch for a delivery: conn_finish kills it (-ENOMEM) */
 	struct fc_txn_counters cnt;
 
 	/* the engine's lists, so that no per-packet path looks at every connection */
@@ -139,6 +145,10 @@ struct fc_txn_engine {
 	uint32_t *expired;         /* on_timer's scratch, max_conns */
 	int released, flushing;
 	uint64_t unknown_cid;
+	/* MTU-sized buffers stored bytes are gathered into for a callback: one per nesting
+	 * level (a callback may answer another connection, which delivers from its own) */
+	uint8_t **scr;
+	uint32_t nscr, scr_used;
 	/* occupancy of the network-request Rx pools, as the ACKs report it (10.2) */
 	struct fc_rxbuf_cfg rxbuf_cfg;
 	struct fc_rxbuf rxbuf;
@@ -385,6 +395,26 @@ static void cells_gather(const struct fc_txn_engine *e, uint32_t c, uint8_t *dst
 	}
 }
 
+/* A buffer to gather stored bytes into for one callback; scratch_give after it returns.
+ * The engine keeps one per nesting level (two made up front); NULL only when a deeper
+ * level finds no memory. */
+static uint8_t *scratch_take(struct fc_txn_engine *e)
+{
+	if (e->scr_used == e->nscr) {
+		uint8_t **v = realloc(e->scr, (e->nscr + 1) * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		e->scr = v;
+		if (!(v[e->nscr] = malloc(e->cfg.mtu_bytes)))
+			return NULL;
+		e->nscr++;
+	}
+	return e->scr[e->scr_used++];
+}
+
+static void scratch_give(struct fc_txn_engine *e) { e->scr_used--; }
+
 /* ------------------------------------------------------------------------ */
 /* Tx packet contexts and the scheduler queues                                */
 
@@ -482,6 +512,21 @@ static void do_action(struct fc_txn *t, const struct action *a)
 }
 
 /* ACK (ack = 1) or NACK Push Data psn now, or when the PDL returns to us. */
+/* The deferred-call queue starts at ACT_MIN and doubles up to max_rx_txns + 1 (one
+ * answer per target transaction, and one more); when it cannot, the call is made at
+ * once, as the PDL allows (ulp_ack from deliver). */
+static int act_grow(struct fc_txn *t)
+{
+	uint32_t max = t->cfg.max_rx_txns + 1, ncap = t->act_cap * 2 < max ? t->act_cap * 2 : max;
+	struct action *a;
+
+	if (ncap <= t->act_cap || !(a = realloc(t->act, ncap * sizeof(*a))))
+		return -1;
+	t->act = a;
+	t->act_cap = ncap;
+	return 0;
+}
+
 static void pdl_answer(struct fc_txn *t, uint32_t psn, int ack, uint8_t code, uint8_t rnr,
 		       uint8_t ulp)
 {
@@ -490,7 +535,7 @@ static void pdl_answer(struct fc_txn *t, uint32_t psn, int ack, uint8_t code, ui
 
 	if (t->dead)
 		return;
-	if (!t->in_pdl || t->nact == t->act_cap) {
+	if (!t->in_pdl || (t->nact == t->act_cap && act_grow(t))) {
 		do_action(t, &a);
 		return;
 	}
@@ -499,10 +544,14 @@ static void pdl_answer(struct fc_txn *t, uint32_t psn, int ack, uint8_t code, ui
 
 static void touch(struct fc_txn *t);
 
+static void conn_die(struct fc_txn *t, int reason);
+
 static void conn_finish(struct fc_txn *t)
 {
 	if (t->in_pdl)
 		return;
+	if (t->oom && !t->dead)
+		conn_die(t, -ENOMEM);
 	for (uint32_t i = 0; i < t->nact && !t->dead; i++)
 		do_action(t, &t->act[i]);
 	t->nact = 0;
@@ -692,6 +741,31 @@ static struct islot *ifind(const struct fc_txn *t, uint32_t rsn)
 	return s->used && s->rsn == rsn ? s : NULL;
 }
 
+/* Double the initiator table (up to max_txns). Entries keep their RSN, so each moves to
+ * rsn & new mask; two entries never meet there (they differed in the old mask's bits).
+ * Completed ones move too: fc_txn_istate reports them until the slot is reused. Called
+ * only from ini_submit, where no slot pointer is held. */
+static int tbl_grow_i(struct fc_txn *t)
+{
+	uint32_t cap = t->imask + 1, nmask = 2 * cap - 1;
+	struct islot *n;
+
+	if (2 * cap > t->cfg.max_txns)
+		return -1;
+	if (!(n = calloc(2 * cap, sizeof(*n)))) {
+		t->cnt.tbl_grow_fail++;
+		return -1;
+	}
+	for (uint32_t i = 0; i < cap; i++)
+		if (t->is[i].used || t->is[i].state != FC_TXN_I_FREE)
+			n[t->is[i].rsn & nmask] = t->is[i];
+	free(t->is);
+	t->is = n;
+	t->imask = nmask;
+	t->cnt.tbl_grows++;
+	return 0;
+}
+
 /* BRSN: the oldest transaction not yet completed (8.4.1). */
 static void ini_advance(struct fc_txn *t)
 {
@@ -724,17 +798,23 @@ static void ini_fail(struct fc_txn *t, struct islot *s, uint8_t code)
 /* Complete s to the ULP with data (NULL: its stored bytes) and free it. */
 static void ini_complete(struct fc_txn *t, struct islot *s, const uint8_t *data)
 {
+	struct fc_txn_engine *e = t->e; /* t may be gone when complete returns */
 	uint32_t n[FC_TXN_RES_COUNT] = {0};
 	struct fc_txn_cmpl c = { .cookie = s->cookie, .rsn = s->rsn, .kind = s->kind,
 				 .code = s->code, .ulp_code = s->ulp_code };
+	uint8_t *scr = NULL;
 
 	if (s->kind == FC_TXN_PULL && s->code == FC_CMPL_ACK) {
-		if (!data && s->stored) {
-			cells_gather(t->e, s->cells, t->iscratch, s->len);
-			data = t->iscratch;
+		if (!data && s->stored && !(data = scr = scratch_take(e))) {
+			c.code = FC_CMPL_LOCAL_RSRC; /* no memory to hand the bytes out */
+			t->cnt.scratch_fail++;
+		} else if (scr) {
+			cells_gather(e, s->cells, scr, s->len);
 		}
-		c.data = data;
-		c.len = s->len;
+		if (data) {
+			c.data = data;
+			c.len = s->len;
+		}
 	}
 	if (s->ready)
 		t->iready--;
@@ -750,6 +830,8 @@ static void ini_complete(struct fc_txn *t, struct islot *s, const uint8_t *data)
 	ini_advance(t);
 	t->cnt.cmpl[c.code & 15]++;
 	t->ops->complete(t->ctx, t, &c);
+	if (scr)
+		scratch_give(e);
 }
 
 /* Hand out every completion whose turn it is: on ordered connections only the one at
@@ -828,7 +910,7 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 		return -EINVAL;
 	set_now(t, now);
 	ini_need(e, kind, len + glen, resp_len, need); /* the Tx buffer is charged by size */
-	if (t->nrsn - t->brsn > t->imask || !res_fits(t, need, 0)) {
+	if ((t->nrsn - t->brsn > t->imask && tbl_grow_i(t)) || !res_fits(t, need, 0)) {
 		if (t->cfg.mn)
 			return reject_mn(t, kind, cookie);
 		want_credits(t);
@@ -1008,6 +1090,47 @@ static struct tslot *tfind(const struct fc_txn *t, uint32_t rsn)
 	return tbusy(s) && s->rsn == rsn ? s : NULL;
 }
 
+/* Double the target table (up to max_rx_txns), as tbl_grow_i. */
+static int tbl_grow_t(struct fc_txn *t)
+{
+	uint32_t cap = t->tmask + 1, nmask = 2 * cap - 1;
+	struct tslot *n;
+
+	if (2 * cap > t->cfg.max_rx_txns)
+		return -1;
+	if (!(n = calloc(2 * cap, sizeof(*n)))) {
+		t->cnt.tbl_grow_fail++;
+		return -1;
+	}
+	for (uint32_t i = 0; i < 2 * cap; i++)
+		n[i].cells = NONE;
+	for (uint32_t i = 0; i < cap; i++)
+		if (t->ts[i].state != FC_TXN_T_FREE)
+			n[t->ts[i].rsn & nmask] = t->ts[i];
+	free(t->ts);
+	t->ts = n;
+	t->tmask = nmask;
+	t->cnt.tbl_grows++;
+	return 0;
+}
+
+/* Grow the target table until request r of the peer has its own slot: within the table's
+ * reach of NRSN (ordered) and not on a busy slot of another RSN. Below NRSN (ordered) is
+ * left as it is: such an RSN is refused. At max_rx_txns the caller refuses as before. */
+static void tbl_fit_t(struct fc_txn *t, uint32_t r)
+{
+	if (t->ordered && fc_sn_lt(r, t->t_nrsn))
+		return;
+	for (;;) {
+		const struct tslot *s = tslot(t, r);
+
+		if (!(t->ordered && r - t->t_nrsn > t->tmask) && !(tbusy(s) && s->rsn != r))
+			return;
+		if (tbl_grow_t(t))
+			return;
+	}
+}
+
 /* Give back the network-request resources of s (8.2.4). */
 static void tgt_release(struct fc_txn *t, struct tslot *s)
 {
@@ -1024,15 +1147,24 @@ static void tgt_release(struct fc_txn *t, struct tslot *s)
 	s->stored = 0;
 }
 
-/* Hand s to the ULP; data NULL: its stored bytes. */
-static void tgt_deliver(struct fc_txn *t, struct tslot *s, const uint8_t *data)
+/* Hand s to the ULP; data NULL: its stored bytes. Returns 0, or -ENOMEM with nothing
+ * changed when there is no scratch for the stored bytes (the connection dies in
+ * conn_finish). */
+static int tgt_deliver(struct fc_txn *t, struct tslot *s, const uint8_t *data)
 {
+	struct fc_txn_engine *e = t->e; /* t may be gone when request returns */
 	struct fc_txn_req r = { .kind = s->kind, .rsn = s->rsn, .len = s->len,
 				.resp_len = s->resp_len, .redelivery = s->redeliveries };
+	uint8_t *scr = NULL;
 
 	if (!data && s->len) {
-		cells_gather(t->e, s->cells, t->tscratch, s->len);
-		data = t->tscratch;
+		if (!(scr = scratch_take(e))) {
+			t->cnt.scratch_fail++;
+			t->oom = 1;
+			return -ENOMEM;
+		}
+		cells_gather(e, s->cells, scr, s->len);
+		data = scr;
 	}
 	r.data = data;
 	s->state = s->kind == FC_TXN_PUSH ? FC_TXN_PUSH_REQ_ULP_TX : FC_TXN_PULL_REQ_ULP_TX;
@@ -1041,6 +1173,9 @@ static void tgt_deliver(struct fc_txn *t, struct tslot *s, const uint8_t *data)
 	else if (!fc_sn_lt(s->rsn, t->t_nrsn))
 		t->t_nrsn = s->rsn + 1;
 	t->ops->request(t->ctx, t, &r);
+	if (scr)
+		scratch_give(e);
+	return 0;
 }
 
 /* Ordered: deliver from NRSN on while each request is answered before the next. cur is
@@ -1064,7 +1199,10 @@ static void tgt_deliver_ready(struct fc_txn *t, const struct tslot *cur, const u
 		    (!s->stored && s != cur && s->len))
 			break;
 		t->t_nrsn++;
-		tgt_deliver(t, s, s->stored ? NULL : cur_data);
+		if (tgt_deliver(t, s, s->stored ? NULL : cur_data)) {
+			t->t_nrsn--; /* not delivered: the connection dies in conn_finish */
+			break;
+		}
 	}
 	t->delivering = 0;
 }
@@ -1104,9 +1242,11 @@ static int tgt_request(struct fc_txn *t, const struct fc_pdl_rx_pkt *p, struct f
 {
 	uint8_t kind = p->type == FC_PKT_PUSH_DATA ? FC_TXN_PUSH : FC_TXN_PULL;
 	uint32_t need[FC_TXN_RES_COUNT], r = p->rsn;
-	struct tslot *s = tslot(t, r);
+	struct tslot *s;
 	int hol;
 
+	tbl_fit_t(t, r);
+	s = tslot(t, r);
 	if (s->state == FC_TXN_T_NACKED && s->rsn == r) /* 6.6.5 step 6: the same NACK */
 		return kind == FC_TXN_PUSH ?
 			refuse(nack, s->nack_code, 0, s->ulp_code, &t->cnt.renack) :
@@ -1159,8 +1299,10 @@ static int tgt_request(struct fc_txn *t, const struct fc_pdl_rx_pkt *p, struct f
 static void tgt_resync(struct fc_txn *t, const struct fc_pdl_rx_pkt *p)
 {
 	uint32_t r = p->rsn;
-	struct tslot *s = tslot(t, r);
+	struct tslot *s;
 
+	tbl_fit_t(t, r);
+	s = tslot(t, r);
 	t->cnt.resync_rx++;
 	if (tbusy(s) && s->rsn == r) {
 		if (s->state == FC_TXN_T_RNR_WAIT)
@@ -1817,6 +1959,10 @@ struct fc_txn_engine *fc_txn_engine_new(const struct fc_txn_engine_cfg *cfg)
 		e->cell_free = i;
 	}
 	e->cells_free = ncell;
+	/* scratch for the two nesting levels every connection uses (initiator, target) */
+	if (!scratch_take(e) || !scratch_take(e))
+		goto nomem;
+	e->scr_used = 0;
 	return e;
 nomem:
 	fc_txn_engine_free(e);
@@ -1838,6 +1984,9 @@ void fc_txn_engine_free(struct fc_txn_engine *e)
 	free(e->ht);
 	free(e->heap);
 	free(e->expired);
+	for (uint32_t i = 0; i < e->nscr; i++)
+		free(e->scr[i]);
+	free(e->scr);
 	free(e);
 }
 
@@ -1854,8 +2003,6 @@ static void conn_free_mem(struct fc_txn *t)
 	free(t->is);
 	free(t->ts);
 	free(t->act);
-	free(t->iscratch);
-	free(t->tscratch);
 	free(t);
 }
 
@@ -1893,19 +2040,20 @@ static void cid_remove(struct fc_txn_engine *e, const struct fc_txn *t)
 	}
 }
 
-static struct fc_txn *conn_alloc(struct fc_txn_engine *e, const struct fc_txn_conn_cfg *cfg)
+static struct fc_txn *conn_alloc(const struct fc_txn_conn_cfg *cfg)
 {
 	struct fc_txn *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
-	t->is = calloc(cfg->max_txns, sizeof(*t->is));
-	t->ts = calloc(cfg->max_rx_txns, sizeof(*t->ts));
-	t->act_cap = cfg->max_rx_txns + 1;
+	/* memory by use: the tables and the deferred-call queue start small and grow */
+	t->imask = (cfg->max_txns < TBL_MIN ? cfg->max_txns : TBL_MIN) - 1;
+	t->tmask = (cfg->max_rx_txns < TBL_MIN ? cfg->max_rx_txns : TBL_MIN) - 1;
+	t->is = calloc(t->imask + 1, sizeof(*t->is));
+	t->ts = calloc(t->tmask + 1, sizeof(*t->ts));
+	t->act_cap = ACT_MIN;
 	t->act = calloc(t->act_cap, sizeof(*t->act));
-	t->iscratch = malloc(e->cfg.mtu_bytes);
-	t->tscratch = malloc(e->cfg.mtu_bytes);
-	if (!t->is || !t->ts || !t->act || !t->iscratch || !t->tscratch) {
+	if (!t->is || !t->ts || !t->act) {
 		conn_free_mem(t);
 		return NULL;
 	}
@@ -1935,7 +2083,7 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 	}
 	slot = (e->slot_hint + slot) % e->cfg.max_conns;
 	e->slot_hint = slot + 1;
-	t = conn_alloc(e, cfg);
+	t = conn_alloc(cfg);
 	if (!t) {
 		errno = ENOMEM;
 		return NULL;
@@ -1956,8 +2104,6 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 	t->ordered = cfg->pdl.ordered;
 	t->brsn = t->nrsn = cfg->rsn_tx;
 	t->t_nrsn = cfg->rsn_rx;
-	t->imask = cfg->max_txns - 1;
-	t->tmask = cfg->max_rx_txns - 1;
 	for (uint32_t i = 0; i <= t->tmask; i++)
 		t->ts[i].cells = NONE;
 	for (int i = 0; i < 2; i++) {

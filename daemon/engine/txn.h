@@ -160,8 +160,9 @@ struct fc_txn_conn_cfg {
 	uint32_t fn;              /* function, < FC_TXN_MAX_FN, for the per-function limits */
 	uint32_t rsn_tx;          /* initial NRSN = BRSN of our requests (CM, 8.4.1) */
 	uint32_t rsn_rx;          /* initial target NRSN: RSN of the peer's first request */
-	uint32_t max_txns;        /* outstanding initiator transactions, power of 2 */
-	uint32_t max_rx_txns;     /* target transaction table, power of 2 */
+	uint32_t max_txns;        /* outstanding initiator transactions, power of 2 (the
+				   * table starts at 16 entries and doubles as needed) */
+	uint32_t max_rx_txns;     /* target transaction table, power of 2 (grows the same) */
 	/* per-connection credits (first six, 8.2.3) and network-request limits (last two,
 	 * section 11); 0 = no per-connection limit. Credits are ignored when mn is set. */
 	uint32_t limit[FC_TXN_RES_COUNT];
@@ -238,6 +239,8 @@ struct fc_txn_counters {
 	uint64_t timeouts;                           /* transaction timeouts */
 	uint64_t pdl_eagain;                         /* fc_pdl_submit refused */
 	uint64_t deferred_lost;                      /* PDL ack/nack refused (counted) */
+	uint64_t tbl_grows, tbl_grow_fail;           /* a transaction table doubled / could not */
+	uint64_t scratch_fail;                       /* no memory to hand stored bytes out */
 };
 
 struct fc_txn_engine;

@@ -665,6 +665,65 @@ static void test_target_reorders_push(void **state)
 	teardown();
 }
 
+/* Memory by use: both transaction tables start at 16 entries and double as needed, up
+ * to max_txns / max_rx_txns (256). 100 pushes outstanding: the initiator table grows to
+ * 128. Ordered: the first push is late, so the target holds the other 99 by RSN (its
+ * table must reach 99 past NRSN); unordered: the target ULP holds every answer (100 busy
+ * slots). Every push is delivered once with its bytes, completes in order (ordered), and
+ * every resource comes back. */
+static void wide_window(struct fc_txn_conn_cfg *c, int host)
+{
+	base_conn_cfg(c, host);
+	c->pdl.fcwnd_fp = 128 * FC_CWND_ONE;
+	c->pdl.ncwnd = 128;
+	c->pdl_push_max = 128; /* all 100 in the PDL at once */
+}
+
+static void wide_unordered(struct fc_txn_conn_cfg *c, int host)
+{
+	wide_window(c, host);
+	c->pdl.ordered = 0;
+}
+
+static void run_tables_grow(int ordered)
+{
+	setup(NULL, ordered ? wide_window : wide_unordered);
+	if (ordered)
+		filter = delay_psn300;
+	else
+		B->hold = 1;
+	for (int i = 0; i < 100; i++)
+		push(A, 100);
+	assert_int_equal(CNT(A)->tbl_grows, 3); /* 16 -> 32 -> 64 -> 128 */
+	run(100 * US);
+	if (!ordered) {
+		assert_int_equal(B->nheld, 100);
+		assert_int_equal(A->nc, 0);
+		B->hold = 0;
+		for (int k = 0; k < B->nheld; k++)
+			assert_int_equal(fc_txn_accept(B->t, B->held[k], now), 0);
+		run(200 * US);
+	}
+	assert_int_equal(CNT(B)->tbl_grows, 3);
+	assert_int_equal(CNT(A)->tbl_grow_fail + CNT(B)->tbl_grow_fail, 0);
+	if (ordered)
+		assert_int_equal(CNT(B)->held, 99);
+	assert_int_equal(B->nr, 100);
+	assert_int_equal(A->nc, 100);
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(B->r[i].rsn, (uint32_t)i + 1);
+		assert_true(B->r[i].data_ok);
+		assert_int_equal(A->c[i].code, FC_CMPL_ACK);
+		if (ordered)
+			assert_int_equal(A->c[i].rsn, (uint32_t)i + 1);
+	}
+	assert_all_returned();
+	teardown();
+}
+
+static void test_tables_grow_ordered(void **state) { (void)state; run_tables_grow(1); }
+static void test_tables_grow_unordered(void **state) { (void)state; run_tables_grow(0); }
+
 /* RSNs wrap modulo 2^32 (8.4.1). */
 static void wrap_rsn(struct fc_txn_conn_cfg *c, int host)
 {
@@ -1667,6 +1726,8 @@ int main(void)
 		cmocka_unit_test(test_unordered_completions),
 		cmocka_unit_test(test_pull_data_reordered),
 		cmocka_unit_test(test_target_reorders_push),
+		cmocka_unit_test(test_tables_grow_ordered),
+		cmocka_unit_test(test_tables_grow_unordered),
 		cmocka_unit_test(test_rsn_wrap),
 		cmocka_unit_test(test_pull_data_longer_op_err),
 		cmocka_unit_test(test_pull_data_shorter_ok),
