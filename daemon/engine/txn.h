@@ -127,13 +127,6 @@ enum fc_txn_tstate {
 	FC_TXN_T_SKIPPED,         /* ordered: the initiator resynced it, never to come */
 };
 
-/* Test-only switches that break one forward-progress rule each, so that the tests can
- * show the deadlock the rule prevents. Never set them in production. */
-#define FC_TXN_DBG_SHARED_RX 0x1u  /* CR#1 off: network requests draw from the ULP Rx region */
-#define FC_TXN_DBG_SHARED_TXQ 0x2u /* CR#2 off: Pull Data queued behind the requests */
-#define FC_TXN_DBG_NO_RED 0x4u     /* CR#3 off: no HoL red zone */
-#define FC_TXN_DBG_LIFO 0x8u       /* UR off: requests handed to the PDL newest first */
-
 struct fc_txn_engine_cfg {
 	uint32_t max_conns;
 	uint32_t mtu_bytes;       /* largest ULP payload of one transaction (8.1) */
@@ -148,7 +141,6 @@ struct fc_txn_engine_cfg {
 	uint64_t txn_timeout_ns;  /* initiator transaction timeout (section 11); 0 = none */
 	uint32_t rxbuf_alpha_q16; /* EMA constant of the network-request occupancy the ACKs
 				   * report (10.2), 65536 = 1 (instantaneous); 0 = rxbuf.h's default */
-	uint32_t dbg;             /* FC_TXN_DBG_*, tests only */
 };
 
 /* 64 connections, MTU 4096, 256-byte cells, 1024 Tx packets and 4096 Rx cells per

@@ -21,6 +21,7 @@
 
 #include "testutil.h"
 #include "txn.h"
+#include "txn_test.h"
 #include "wire_falcon.h"
 
 #define MTU 1024
@@ -82,6 +83,7 @@ static uint64_t lat = 1 * US;
 /* Wire filter: may rewrite the packet (b, *len); returns DROP or an extra delay. */
 typedef int64_t (*filter_fn)(int from, const struct fc_falcon_pkt *f, uint8_t *b, uint32_t *len);
 static filter_fn filter;
+static uint32_t engine_dbg; /* FC_TXN_DBG_* for the engines setup makes (txn_test.h) */
 
 struct npkt {
 	uint64_t at, seq;
@@ -351,6 +353,7 @@ static void setup(etweak_fn et, ctweak_fn ct)
 	now = 0;
 	lat = 1 * US;
 	filter = NULL;
+	engine_dbg = 0;
 	nnet = nlog = 0;
 	nseq = 0;
 	memset(nth_type, 0, sizeof(nth_type));
@@ -367,7 +370,7 @@ static void setup(etweak_fn et, ctweak_fn ct)
 		base_engine_cfg(&ec);
 		if (et)
 			et(&ec, i);
-		H[i]->e = fc_txn_engine_new(&ec);
+		H[i]->e = fc_txn_engine_new_dbg(&ec, engine_dbg);
 		assert_non_null(H[i]->e);
 		base_conn_cfg(&cc, i);
 		if (ct)
@@ -1378,7 +1381,7 @@ static void cr3_engine(struct fc_txn_engine_cfg *c, int host)
 	(void)host;
 	c->cap[FC_TXN_NET_PKT_RX] = 8;
 	c->red_pkts = 1;
-	c->dbg = dbg_bits;
+	engine_dbg = dbg_bits;
 }
 
 static int64_t drop_first_psn300(int from, const struct fc_falcon_pkt *f, uint8_t *b, uint32_t *len)
@@ -1431,7 +1434,7 @@ static void cr1_engine(struct fc_txn_engine_cfg *c, int host)
 	c->cap[FC_TXN_REQ_PKT_RX] = 8;
 	c->cap[FC_TXN_NET_PKT_RX] = 8;
 	c->red_pkts = 1;
-	c->dbg = dbg_bits;
+	engine_dbg = dbg_bits;
 }
 
 static int run_cr1(uint32_t dbg)
@@ -1482,7 +1485,7 @@ static void cr2_engine(struct fc_txn_engine_cfg *c, int host)
 {
 	base_engine_cfg(c);
 	(void)host;
-	c->dbg = dbg_bits;
+	engine_dbg = dbg_bits;
 }
 
 static void cr2_conn(struct fc_txn_conn_cfg *c, int host)
@@ -1539,7 +1542,7 @@ static void ur_engine(struct fc_txn_engine_cfg *c, int host)
 	base_engine_cfg(c);
 	(void)host;
 	c->cap[FC_TXN_NET_PKT_RX] = 64;
-	c->dbg = dbg_bits;
+	engine_dbg = dbg_bits;
 }
 
 static int run_ur(uint32_t dbg)
