@@ -536,7 +536,7 @@ static uint32_t base_target_ts(void)
 	struct fc_pdl_cfg c;
 
 	fc_pdl_cfg_default(&c);
-	return c.base_delay_target;
+	return c.base_delay_target_ts;
 }
 
 static double ts_to_us(double ts)

@@ -92,7 +92,7 @@ struct fc_pdl {
 	uint64_t last_event_ns;
 	uint32_t path;
 	/* the RUE's state, carried in events and restored from results (10.6.2) */
-	uint32_t fabric_marker, nic_marker, base_delay_target, delay_state, rtt_state;
+	uint32_t fabric_marker_ts, nic_marker_ts, base_delay_target_ts, delay_state_ts, rtt_state_ts;
 	uint8_t ncwnd_dir, cc_opaque;
 	uint32_t cc_metadata;  /* RUE info we put in our ACKs */
 	uint8_t rx_hops, rxbuf_level;
@@ -139,7 +139,7 @@ void fc_pdl_cfg_default(struct fc_pdl_cfg *c)
 	c->cc_event_ns = 2000;   /* 10.6.1 P1 */
 	c->cc_event_pkts = 16;   /* 10.6.1 P2 */
 	c->delay_select = FC_DELAY_FABRIC;
-	c->base_delay_target = 191; /* 25 us in 131.072 ns units */
+	c->base_delay_target_ts = 191; /* 25 us in 131.072 ns units */
 }
 
 static int is_request(uint8_t type)
@@ -222,7 +222,7 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 	p->ipg_ns = cfg->ipg_ns;
 	p->rto_ns = cfg->rto_ns;
 	p->ack_deadline_ns = UINT64_MAX;
-	p->base_delay_target = cfg->base_delay_target;
+	p->base_delay_target_ts = cfg->base_delay_target_ts;
 	p->ncwnd_dir = FC_NCWND_INCREASE;
 	return p;
 }
@@ -1027,15 +1027,15 @@ static int cc_event(struct fc_pdl *p, struct fc_cc_event *ev, uint64_t now)
 	ev->cid = p->cfg.local_cid;
 	ev->fcwnd_fp = p->fcwnd_fp;
 	ev->ncwnd = p->ncwnd;
-	ev->inter_packet_gap = fc_ns_to_ts(p->ipg_ns);
-	ev->retransmit_timeout = fc_ns_to_ts(p->rto_ns);
+	ev->inter_packet_gap_ts = fc_ns_to_ts(p->ipg_ns);
+	ev->retransmit_timeout_ts = fc_ns_to_ts(p->rto_ns);
 	ev->delay_select = p->cfg.delay_select;
-	ev->fabric_window_time_marker = p->fabric_marker;
-	ev->nic_window_time_marker = p->nic_marker;
+	ev->fabric_window_time_marker_ts = p->fabric_marker_ts;
+	ev->nic_window_time_marker_ts = p->nic_marker_ts;
 	ev->ncwnd_direction = p->ncwnd_dir;
-	ev->base_delay_target = p->base_delay_target;
-	ev->delay_state = p->delay_state;
-	ev->rtt_state = p->rtt_state;
+	ev->base_delay_target_ts = p->base_delay_target_ts;
+	ev->delay_state_ts = p->delay_state_ts;
+	ev->rtt_state_ts = p->rtt_state_ts;
 	ev->cc_opaque = p->cc_opaque;
 	ev->num_packets_acked = (uint16_t)(p->acked_since_event > 1023 ? 1023 : p->acked_since_event);
 	if (now - p->last_event_ns >= p->cfg.cc_event_ns)
@@ -1064,7 +1064,7 @@ static void retx_event(struct fc_pdl *p, const struct fc_txpkt *k, int reason, u
  * packet the receiver got (131.072 ns units) and seen_order the latest transmission
  * (p->tx_order) among the packets its bitmaps show received. */
 struct eack_view {
-	uint32_t t1;
+	uint32_t t1_ts;
 	uint64_t seen_order;
 };
 
@@ -1079,7 +1079,7 @@ struct eack_view {
 static int recent(const struct fc_pdl *p, const struct fc_txpkt *k, const struct eack_view *v,
 		  uint64_t now)
 {
-	int32_t d = (int32_t)(fc_ns_to_ts(k->last_tx_ns) - v->t1);
+	int32_t d = (int32_t)(fc_ns_to_ts(k->last_tx_ns) - v->t1_ts);
 
 	if (k->last_tx_ns + p->srtt_ns >= now)
 		return 1;
@@ -1145,7 +1145,7 @@ static int early_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const
 static void own_retx(struct fc_pdl *p, struct fc_txwin *w, uint32_t base, const __u64 bm[2],
 		     uint32_t bits, const struct eack_view *v, uint64_t now)
 {
-	struct eack_view beyond = { .t1 = v->t1, .seen_order = UINT64_MAX };
+	struct eack_view beyond = { .t1_ts = v->t1_ts, .seen_order = UINT64_MAX };
 
 	for (uint32_t psn = w->bpsn; psn != w->next_new; psn++) {
 		uint32_t i = psn - base;
@@ -1177,8 +1177,8 @@ static void ack_event(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t 
 {
 	struct fc_cc_event ev = {
 		.type = f->type == FC_PKT_NACK ? FC_RUE_EV_NACK : FC_RUE_EV_ACK,
-		.t1 = f->t1_ts & 0xFFFFFF, .t2 = f->t2_ts & 0xFFFFFF,
-		.t3 = ts24(tx_ns), .t4 = ts24(now),
+		.t1_ts = f->t1_ts & 0xFFFFFF, .t2_ts = f->t2_ts & 0xFFFFFF,
+		.t3_ts = ts24(tx_ns), .t4_ts = ts24(now),
 		.nack_code = f->type == FC_PKT_NACK ? f->nack_code : 0,
 		.forward_hops = f->hops, .rx_buffer_level = f->rxbuf, .cc_metadata = f->rue,
 		.eack = f->type == FC_PKT_EACK, .eack_drop = (uint8_t)eack_drop,
@@ -1220,7 +1220,7 @@ static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_
 		__u64 req[2] = { f->req_bitmap, 0 }, dack[2] = { f->data_ack[0], f->data_ack[1] };
 		__u64 drx[2] = { f->data_rx[0], f->data_rx[1] };
 		struct fc_txwin *rw = &p->tx[FC_WIN_REQ], *dw = &p->tx[FC_WIN_DATA];
-		struct eack_view v = { .t1 = f->t1_ts };
+		struct eack_view v = { .t1_ts = f->t1_ts };
 		uint64_t sd;
 
 		/* before the releases below: a released slot keeps its order until reused, but
@@ -1438,15 +1438,15 @@ void fc_pdl_cc_apply(struct fc_pdl *p, const struct fc_cc_result *r)
 		p->fcwnd_fp = r->fcwnd_fp;
 	if (r->ncwnd)
 		p->ncwnd = r->ncwnd;
-	p->ipg_ns = fc_ts_to_ns(r->inter_packet_gap);
-	if (r->retransmit_timeout)
-		p->rto_ns = fc_ts_to_ns(r->retransmit_timeout);
-	p->fabric_marker = r->fabric_window_time_marker & FC_TS24_MASK;
-	p->nic_marker = r->nic_window_time_marker & FC_TS24_MASK;
+	p->ipg_ns = fc_ts_to_ns(r->inter_packet_gap_ts);
+	if (r->retransmit_timeout_ts)
+		p->rto_ns = fc_ts_to_ns(r->retransmit_timeout_ts);
+	p->fabric_marker_ts = r->fabric_window_time_marker_ts & FC_TS24_MASK;
+	p->nic_marker_ts = r->nic_window_time_marker_ts & FC_TS24_MASK;
 	p->ncwnd_dir = r->ncwnd_direction;
-	p->base_delay_target = r->base_delay_target & FC_TS24_MASK;
-	p->delay_state = r->delay_state & FC_TS24_MASK;
-	p->rtt_state = r->rtt_state & FC_TS24_MASK;
+	p->base_delay_target_ts = r->base_delay_target_ts & FC_TS24_MASK;
+	p->delay_state_ts = r->delay_state_ts & FC_TS24_MASK;
+	p->rtt_state_ts = r->rtt_state_ts & FC_TS24_MASK;
 	p->cc_opaque = r->cc_opaque & 3;
 	p->cc_metadata = r->cc_metadata & FC_TS24_MASK;
 	if (r->randomize_path) { /* PLB (10.4) */

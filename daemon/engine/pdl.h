@@ -58,7 +58,7 @@ struct fc_pdl_cfg {
 	uint64_t cc_event_ns;        /* 10.6.1 P1 threshold: time since the last event */
 	uint32_t cc_event_pkts;      /* 10.6.1 P2 threshold: packets acked since it */
 	uint8_t delay_select;        /* enum fc_delay_select, passed to the RUE */
-	uint32_t base_delay_target;  /* 131.072 ns units, passed to the RUE */
+	uint32_t base_delay_target_ts;  /* 131.072 ns units, passed to the RUE */
 };
 
 /* Defaults of the issue / Google's public Falcon simulator (documented in rue_if.h). */

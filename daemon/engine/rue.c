@@ -98,7 +98,7 @@ static uint32_t ns_to_ts_round(uint32_t ns) { return u_round(ns * TS_PER_NS, UIN
 
 uint32_t fc_rue_rtt_ts(const struct fc_cc_event *ev)
 {
-	return (ev->t4 - ev->t1) & FC_TS24_MASK; /* 10.1: rtt = T4 - T1 */
+	return (ev->t4_ts - ev->t1_ts) & FC_TS24_MASK; /* 10.1: rtt = T4 - T1 */
 }
 
 /* 10.1 delays, selected by delay_select (10.6.2.1), modulo 2^24. */
@@ -110,12 +110,12 @@ uint32_t fc_rue_delay_ts(const struct fc_cc_event *ev)
 	case FC_DELAY_FULL:
 		return rtt;
 	case FC_DELAY_FABRIC:
-		hold = (ev->t3 - ev->t2) & FC_TS24_MASK;
+		hold = (ev->t3_ts - ev->t2_ts) & FC_TS24_MASK;
 		return hold > rtt ? 0 : rtt - hold; /* remote hold > round trip: clock trouble */
 	case FC_DELAY_FWD:
-		return (ev->t2 - ev->t1) & FC_TS24_MASK;
+		return (ev->t2_ts - ev->t1_ts) & FC_TS24_MASK;
 	default:
-		return (ev->t4 - ev->t3) & FC_TS24_MASK;
+		return (ev->t4_ts - ev->t3_ts) & FC_TS24_MASK;
 	}
 }
 
@@ -223,14 +223,14 @@ static void nic_guard(const struct fc_rue *r, const struct fc_cc_event *e, uint3
 		      uint32_t rtt, uint32_t new_n, int tried_inc, struct fc_cc_result *res)
 {
 	if (new_n < e->ncwnd || new_n == r->cfg.min_ncwnd) {
-		res->nic_window_time_marker = now;
+		res->nic_window_time_marker_ts = now;
 		res->ncwnd_direction = FC_NCWND_DECREASE;
 	} else if (new_n > e->ncwnd || (new_n == r->cfg.max_ncwnd && tried_inc)) {
-		res->nic_window_time_marker = now;
+		res->nic_window_time_marker_ts = now;
 		res->ncwnd_direction = FC_NCWND_INCREASE;
 	} else {
-		res->nic_window_time_marker =
-			fc_rue_update_marker(now, e->nic_window_time_marker, rtt);
+		res->nic_window_time_marker_ts =
+			fc_rue_update_marker(now, e->nic_window_time_marker_ts, rtt);
 		res->ncwnd_direction = e->ncwnd_direction;
 	}
 }
@@ -248,14 +248,14 @@ static void ack_fabric(const struct fc_rue *r, const struct fc_cc_event *e, uint
 		double inc = c->fabric_additive_increment * e->num_packets_acked;
 
 		nw = w >= 1 ? w + inc / w : w + inc; /* ~ai per RTT */
-	} else if (fc_rue_rtt_elapsed(now, e->fabric_window_time_marker, rtt)) {
+	} else if (fc_rue_rtt_elapsed(now, e->fabric_window_time_marker_ts, rtt)) {
 		double f = 1 - c->fabric_md_factor * (sdelay - target) / sdelay;
 
 		nw = w * dmax(f, 1 - c->max_fabric_md);
 	}
 	res->fcwnd_fp = fcwnd_fp_of(r, e->fcwnd_fp, nw);
-	res->fabric_window_time_marker =
-		fabric_marker(r, now, e->fabric_window_time_marker, rtt, e->fcwnd_fp, res->fcwnd_fp);
+	res->fabric_window_time_marker_ts =
+		fabric_marker(r, now, e->fabric_window_time_marker_ts, rtt, e->fcwnd_fp, res->fcwnd_fp);
 }
 
 /* ComputeAckNICCongestionWindow(): below target, +ai if the last change was a decrease
@@ -266,7 +266,7 @@ static void ack_nic(const struct fc_rue *r, const struct fc_cc_event *e, uint32_
 {
 	const struct fc_rue_cfg *c = &r->cfg;
 	uint32_t level = e->rx_buffer_level, tgt = c->target_rx_buffer_level;
-	int elapsed = fc_rue_rtt_elapsed(now, e->nic_window_time_marker, rtt), tried_inc = 0;
+	int elapsed = fc_rue_rtt_elapsed(now, e->nic_window_time_marker_ts, rtt), tried_inc = 0;
 	double w = e->ncwnd, nw = w;
 
 	if (level < tgt) {
@@ -290,7 +290,7 @@ static void nack_resource_nic(const struct fc_rue *r, const struct fc_cc_event *
 	double nw = e->ncwnd;
 
 	if (e->ncwnd_direction == FC_NCWND_INCREASE ||
-	    fc_rue_rtt_elapsed(now, e->nic_window_time_marker, rtt))
+	    fc_rue_rtt_elapsed(now, e->nic_window_time_marker_ts, rtt))
 		nw *= 1 - r->cfg.max_nic_md;
 	res->ncwnd = ncwnd_of(r, e->ncwnd, nw);
 	nic_guard(r, e, now, rtt, res->ncwnd, 0, res);
@@ -395,21 +395,21 @@ static void process_ack_nack(struct fc_rue *r, const struct fc_cc_event *e, uint
 {
 	const struct fc_rue_cfg *c = &r->cfg;
 	uint32_t rtt = fc_rue_rtt_ts(e);
-	uint32_t srtt = fc_rue_smooth(c->rtt_smoothing_alpha, e->rtt_state, rtt);
-	uint32_t sdelay = fc_rue_smooth(c->delay_smoothing_alpha, e->delay_state,
+	uint32_t srtt = fc_rue_smooth(c->rtt_smoothing_alpha, e->rtt_state_ts, rtt);
+	uint32_t sdelay = fc_rue_smooth(c->delay_smoothing_alpha, e->delay_state_ts,
 					fc_rue_delay_ts(e));
-	double target = fc_rue_target_delay(r, e->base_delay_target, e->fcwnd_fp,
+	double target = fc_rue_target_delay(r, e->base_delay_target_ts, e->fcwnd_fp,
 					    e->forward_hops);
 
 	ack_fabric(r, e, now, rtt, sdelay, target, res);
-	res->inter_packet_gap = fc_rue_ipg(res->fcwnd_fp, srtt);
+	res->inter_packet_gap_ts = fc_rue_ipg(res->fcwnd_fp, srtt);
 	if (e->type == FC_RUE_EV_NACK && e->nack_code == FC_NACK_RESOURCE)
 		nack_resource_nic(r, e, now, rtt, res);
 	else
 		ack_nic(r, e, now, rtt, res);
-	res->retransmit_timeout = fc_rue_rto(r, srtt);
-	res->delay_state = sdelay;
-	res->rtt_state = srtt;
+	res->retransmit_timeout_ts = fc_rue_rto(r, srtt);
+	res->delay_state_ts = sdelay;
+	res->rtt_state_ts = srtt;
 	res->cc_opaque = 0; /* not a retransmit: the next one starts a run (10.3.2) */
 	if (c->plb_enable && e->type == FC_RUE_EV_ACK) {
 		double old_window = dmin((double)e->fcwnd_fp / FC_CWND_ONE, e->ncwnd);
@@ -424,22 +424,22 @@ static void process_retx(struct fc_rue *r, const struct fc_cc_event *e, uint32_t
 			 struct fc_cc_result *res)
 {
 	const struct fc_rue_cfg *c = &r->cfg;
-	uint32_t srtt = e->rtt_state, run = (e->cc_opaque & 3) + 1u;
+	uint32_t srtt = e->rtt_state_ts, run = (e->cc_opaque & 3) + 1u;
 	double w = (double)e->fcwnd_fp / FC_CWND_ONE, nw = w;
 
 	if (e->retx_count >= c->retransmit_limit)
 		nw = 0; /* -> min_fcwnd after the clamp */
-	else if (run == 1 && fc_rue_rtt_elapsed(now, e->fabric_window_time_marker, srtt))
+	else if (run == 1 && fc_rue_rtt_elapsed(now, e->fabric_window_time_marker_ts, srtt))
 		nw = w * (1 - c->max_fabric_md);
 	res->fcwnd_fp = fcwnd_fp_of(r, e->fcwnd_fp, nw);
-	res->fabric_window_time_marker =
-		fabric_marker(r, now, e->fabric_window_time_marker, srtt, e->fcwnd_fp, res->fcwnd_fp);
-	res->inter_packet_gap = fc_rue_ipg(res->fcwnd_fp, srtt);
-	res->retransmit_timeout = fc_rue_rto(r, srtt);
+	res->fabric_window_time_marker_ts =
+		fabric_marker(r, now, e->fabric_window_time_marker_ts, srtt, e->fcwnd_fp, res->fcwnd_fp);
+	res->inter_packet_gap_ts = fc_rue_ipg(res->fcwnd_fp, srtt);
+	res->retransmit_timeout_ts = fc_rue_rto(r, srtt);
 	/* ncwnd untouched (only held in range); its marker only trails (10.3.6: keeps
 	 * moving across the wrap) */
 	res->ncwnd = ncwnd_of(r, e->ncwnd, e->ncwnd);
-	res->nic_window_time_marker = fc_rue_update_marker(now, e->nic_window_time_marker, srtt);
+	res->nic_window_time_marker_ts = fc_rue_update_marker(now, e->nic_window_time_marker_ts, srtt);
 	res->cc_opaque = (uint8_t)(run < FC_RUE_OPAQUE_RETX_MAX ? run : FC_RUE_OPAQUE_RETX_MAX);
 }
 
@@ -450,35 +450,35 @@ static void mask_event(const struct fc_rue *r, const struct fc_cc_event *ev,
 {
 	*e = *ev;
 	e->cid &= 0xFFFFFFu;
-	e->t1 &= FC_TS24_MASK;
-	e->t2 &= FC_TS24_MASK;
-	e->t3 &= FC_TS24_MASK;
-	e->t4 &= FC_TS24_MASK;
+	e->t1_ts &= FC_TS24_MASK;
+	e->t2_ts &= FC_TS24_MASK;
+	e->t3_ts &= FC_TS24_MASK;
+	e->t4_ts &= FC_TS24_MASK;
 	e->retx_count &= 7;
 	e->forward_hops &= 0xF;
 	e->rx_buffer_level &= 0x1F;
 	e->cc_metadata &= 0xFFFFFFu;
 	e->fcwnd_fp &= FC_RUE_FCWND_FP_MAX;
-	e->inter_packet_gap &= FC_RUE_IPG_MAX;
+	e->inter_packet_gap_ts &= FC_RUE_IPG_MAX;
 	e->ncwnd &= FC_RUE_NCWND_MAX;
-	e->retransmit_timeout &= FC_TS24_MASK;
+	e->retransmit_timeout_ts &= FC_TS24_MASK;
 	if (e->num_packets_acked > 1023)
 		e->num_packets_acked = 1023; /* the field saturates */
 	e->delay_select &= 3;
-	e->fabric_window_time_marker &= FC_TS24_MASK;
-	e->nic_window_time_marker &= FC_TS24_MASK;
+	e->fabric_window_time_marker_ts &= FC_TS24_MASK;
+	e->nic_window_time_marker_ts &= FC_TS24_MASK;
 	e->ncwnd_direction &= 1;
-	e->base_delay_target &= FC_TS24_MASK;
-	e->delay_state &= FC_TS24_MASK;
-	e->rtt_state &= FC_TS24_MASK;
+	e->base_delay_target_ts &= FC_TS24_MASK;
+	e->delay_state_ts &= FC_TS24_MASK;
+	e->rtt_state_ts &= FC_TS24_MASK;
 	e->cc_opaque &= 3;
 	e->gen &= 1;
 	if (!e->fcwnd_fp)
 		e->fcwnd_fp = r->initial_fcwnd_fp;
 	if (!e->ncwnd)
 		e->ncwnd = r->cfg.initial_ncwnd;
-	if (!e->base_delay_target)
-		e->base_delay_target = r->base_ts;
+	if (!e->base_delay_target_ts)
+		e->base_delay_target_ts = r->base_ts;
 }
 
 /* The result that changes nothing: the event's state echoed. */
@@ -488,15 +488,15 @@ static void echo(const struct fc_cc_event *e, struct fc_cc_result *res)
 	res->cid = e->cid;
 	res->cc_metadata = e->cc_metadata;
 	res->fcwnd_fp = e->fcwnd_fp;
-	res->inter_packet_gap = e->inter_packet_gap;
+	res->inter_packet_gap_ts = e->inter_packet_gap_ts;
 	res->ncwnd = e->ncwnd;
-	res->retransmit_timeout = e->retransmit_timeout;
-	res->fabric_window_time_marker = e->fabric_window_time_marker;
-	res->nic_window_time_marker = e->nic_window_time_marker;
+	res->retransmit_timeout_ts = e->retransmit_timeout_ts;
+	res->fabric_window_time_marker_ts = e->fabric_window_time_marker_ts;
+	res->nic_window_time_marker_ts = e->nic_window_time_marker_ts;
 	res->ncwnd_direction = e->ncwnd_direction;
-	res->base_delay_target = e->base_delay_target;
-	res->delay_state = e->delay_state;
-	res->rtt_state = e->rtt_state;
+	res->base_delay_target_ts = e->base_delay_target_ts;
+	res->delay_state_ts = e->delay_state_ts;
+	res->rtt_state_ts = e->rtt_state_ts;
 	res->cc_opaque = e->cc_opaque;
 	res->gen = e->gen;
 }

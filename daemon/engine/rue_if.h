@@ -47,7 +47,7 @@ enum fc_ncwnd_dir { FC_NCWND_DECREASE = 0, FC_NCWND_INCREASE = 1 };
 struct fc_cc_event {
 	uint32_t cid;                 /* 24 */
 	uint8_t type;                 /* 2, enum fc_rue_event_type */
-	uint32_t t1, t2, t3, t4;      /* 24 each: ACK/NACK events */
+	uint32_t t1_ts, t2_ts, t3_ts, t4_ts;      /* 24 each: ACK/NACK events */
 	uint8_t retx_count;           /* 3: RETX events, cumulative retransmissions */
 	uint8_t retx_reason;          /* 1, enum fc_retx_reason */
 	uint8_t nack_code;            /* 8 */
@@ -55,20 +55,20 @@ struct fc_cc_event {
 	uint8_t rx_buffer_level;      /* 5: the peer's quantized buffer level (ACK/NACK) */
 	uint32_t cc_metadata;         /* 24: RUE info of the ACK */
 	uint32_t fcwnd_fp;            /* 11 integer + 10 fraction bits */
-	uint32_t inter_packet_gap;    /* 20 */
+	uint32_t inter_packet_gap_ts;    /* 20 */
 	uint32_t ncwnd;               /* 11 */
-	uint32_t retransmit_timeout;  /* 24 */
+	uint32_t retransmit_timeout_ts;  /* 24 */
 	uint16_t num_packets_acked;   /* 10, saturating */
 	uint8_t eack_drop;            /* 1 */
 	uint8_t eack;                 /* 1 */
 	uint8_t event_queue_select;   /* 2 */
 	uint8_t delay_select;         /* 2, enum fc_delay_select */
-	uint32_t fabric_window_time_marker; /* 24 */
-	uint32_t nic_window_time_marker;    /* 24 */
+	uint32_t fabric_window_time_marker_ts; /* 24 */
+	uint32_t nic_window_time_marker_ts;    /* 24 */
 	uint8_t ncwnd_direction;      /* 1, enum fc_ncwnd_dir */
-	uint32_t base_delay_target;   /* 24 */
-	uint32_t delay_state;         /* 24: smoothed delay */
-	uint32_t rtt_state;           /* 24: smoothed RTT */
+	uint32_t base_delay_target_ts;   /* 24 */
+	uint32_t delay_state_ts;         /* 24: smoothed delay */
+	uint32_t rtt_state_ts;           /* 24: smoothed RTT */
 	uint8_t cc_opaque;            /* 2: the software RUE's own bits */
 	uint16_t ecn_accumulated;     /* 14 */
 	uint8_t gen;                  /* 1: generation bit for polling */
@@ -80,15 +80,15 @@ struct fc_cc_result {
 	uint8_t randomize_path;       /* 1: PLB asks for another path (10.4) */
 	uint32_t cc_metadata;         /* 24 */
 	uint32_t fcwnd_fp;            /* 11 + 10 */
-	uint32_t inter_packet_gap;    /* 20 */
+	uint32_t inter_packet_gap_ts;    /* 20 */
 	uint32_t ncwnd;               /* 11 */
-	uint32_t retransmit_timeout;  /* 24 */
-	uint32_t fabric_window_time_marker; /* 24 */
-	uint32_t nic_window_time_marker;    /* 24 */
+	uint32_t retransmit_timeout_ts;  /* 24 */
+	uint32_t fabric_window_time_marker_ts; /* 24 */
+	uint32_t nic_window_time_marker_ts;    /* 24 */
 	uint8_t ncwnd_direction;      /* 1 */
-	uint32_t base_delay_target;   /* 24 */
-	uint32_t delay_state;         /* 24 */
-	uint32_t rtt_state;           /* 24 */
+	uint32_t base_delay_target_ts;   /* 24 */
+	uint32_t delay_state_ts;         /* 24 */
+	uint32_t rtt_state_ts;           /* 24 */
 	uint8_t cc_opaque;            /* 2 */
 	uint8_t gen;                  /* 1 */
 };

@@ -51,8 +51,8 @@ static void decode_ack(const struct fc_ack_hdr *h, bool nack, struct fc_falcon_p
 
 	out->rdbpsn = fc_ntoh32(h->rdbpsn);
 	out->rrbpsn = fc_ntoh32(h->rrbpsn);
-	out->t1_ts = fc_ntoh32(h->t1);
-	out->t2_ts = fc_ntoh32(h->t2);
+	out->t1_ts = fc_ntoh32(h->t1_ts);
+	out->t2_ts = fc_ntoh32(h->t2_ts);
 	out->hops = (uint8_t)FC_GET(w6, FC_CC_HOPS);
 	out->rxbuf = (uint8_t)FC_GET(w6, FC_CC_RXBUF);
 	out->ecn = (uint16_t)FC_GET(w6, FC_CC_ECN);
@@ -256,8 +256,8 @@ static void encode_ack(const struct fc_falcon_pkt *p, struct fc_ack_hdr *h)
 	h->w1 = fc_hton32(FC_PUT(FC_W1_PKT_TYPE, p->type));
 	h->rdbpsn = fc_hton32(p->rdbpsn);
 	h->rrbpsn = fc_hton32(p->rrbpsn);
-	h->t1 = fc_hton32(p->t1_ts);
-	h->t2 = fc_hton32(p->t2_ts);
+	h->t1_ts = fc_hton32(p->t1_ts);
+	h->t2_ts = fc_hton32(p->t2_ts);
 	h->w6 = fc_hton32(FC_PUT(FC_CC_HOPS, p->hops) | FC_PUT(FC_CC_RXBUF, p->rxbuf) |
 			  FC_PUT(FC_CC_ECN, p->ecn));
 	h->w7 = fc_hton32(w7);

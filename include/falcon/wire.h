@@ -372,8 +372,8 @@ struct fc_ack_hdr {
 	__be32 w1;     /* reserved | packet type | reserved */
 	__be32 rdbpsn; /* receiver data window base PSN */
 	__be32 rrbpsn; /* receiver request window base PSN */
-	__be32 t1;     /* PSP IV transmit time of the packet acknowledged, 131.072 ns units */
-	__be32 t2;     /* its receive time at the receiver, 131.072 ns units */
+	__be32 t1_ts;     /* PSP IV transmit time of the packet acknowledged, 131.072 ns units */
+	__be32 t2_ts;     /* its receive time at the receiver, 131.072 ns units */
 	__be32 w6;
 	__be32 w7;
 } FC_PACKED; /* 32 bytes */

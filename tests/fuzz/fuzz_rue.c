@@ -39,10 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (off) { /* carry the previous result's state, as the PDL does */
 			ev.fcwnd_fp = state[c].fcwnd_fp ? state[c].fcwnd_fp : ev.fcwnd_fp;
 			ev.ncwnd = state[c].ncwnd ? state[c].ncwnd : ev.ncwnd;
-			ev.fabric_window_time_marker = state[c].fabric_window_time_marker;
-			ev.nic_window_time_marker = state[c].nic_window_time_marker;
-			ev.delay_state = state[c].delay_state;
-			ev.rtt_state = state[c].rtt_state;
+			ev.fabric_window_time_marker_ts = state[c].fabric_window_time_marker_ts;
+			ev.nic_window_time_marker_ts = state[c].nic_window_time_marker_ts;
+			ev.delay_state_ts = state[c].delay_state_ts;
+			ev.rtt_state_ts = state[c].rtt_state_ts;
 			ev.cc_opaque = state[c].cc_opaque;
 		}
 		now += data[off] * 97u;

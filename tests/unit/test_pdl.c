@@ -254,9 +254,9 @@ static void test_spec_666_early_retransmit(void **state)
 	assert_int_equal(A->last_ev.eack, 1);
 	assert_int_equal(A->last_ev.eack_drop, 1);
 	assert_int_equal(A->last_ev.cid, 1);
-	assert_int_equal(A->last_ev.t1, 0);
-	assert_int_equal(A->last_ev.t3, 61);
-	assert_int_equal(A->last_ev.t4, 61);
+	assert_int_equal(A->last_ev.t1_ts, 0);
+	assert_int_equal(A->last_ev.t3_ts, 61);
+	assert_int_equal(A->last_ev.t4_ts, 61);
 	assert_int_equal(A->last_ev.num_packets_acked, 0);
 	assert_int_equal(A->last_ev.fcwnd_fp, 32 * FC_CWND_ONE);
 	assert_int_equal(pump(A, B, 9 * US, NULL, &last, lastbuf), 1);

@@ -77,14 +77,14 @@ static struct fc_cc_event ev_state(const struct conn *c, uint8_t type)
 	e.type = type;
 	e.fcwnd_fp = c->fcwnd_fp;
 	e.ncwnd = c->ncwnd;
-	e.inter_packet_gap = c->ipg;
-	e.retransmit_timeout = c->rto;
-	e.fabric_window_time_marker = c->fmark;
-	e.nic_window_time_marker = c->nmark;
+	e.inter_packet_gap_ts = c->ipg;
+	e.retransmit_timeout_ts = c->rto;
+	e.fabric_window_time_marker_ts = c->fmark;
+	e.nic_window_time_marker_ts = c->nmark;
 	e.ncwnd_direction = c->dir;
-	e.base_delay_target = c->base;
-	e.delay_state = c->dstate;
-	e.rtt_state = c->rstate;
+	e.base_delay_target_ts = c->base;
+	e.delay_state_ts = c->dstate;
+	e.rtt_state_ts = c->rstate;
 	e.cc_opaque = c->opaque;
 	e.cc_metadata = c->meta;
 	e.delay_select = 1; /* fabric */
@@ -97,10 +97,10 @@ static struct fc_cc_event ack_ev(const struct conn *c, uint32_t now, uint32_t rt
 {
 	struct fc_cc_event e = ev_state(c, 0);
 
-	e.t4 = now & M24;
-	e.t1 = (now - rtt) & M24;
-	e.t2 = (e.t1 + 3) & M24;
-	e.t3 = (e.t2 + (rtt - delay)) & M24;
+	e.t4_ts = now & M24;
+	e.t1_ts = (now - rtt) & M24;
+	e.t2_ts = (e.t1_ts + 3) & M24;
+	e.t3_ts = (e.t2_ts + (rtt - delay)) & M24;
 	e.num_packets_acked = nacked;
 	e.rx_buffer_level = level;
 	return e;
@@ -118,14 +118,14 @@ static void apply(struct conn *c, const struct fc_cc_result *r)
 {
 	c->fcwnd_fp = r->fcwnd_fp;
 	c->ncwnd = r->ncwnd;
-	c->ipg = r->inter_packet_gap;
-	c->rto = r->retransmit_timeout;
-	c->fmark = r->fabric_window_time_marker;
-	c->nmark = r->nic_window_time_marker;
+	c->ipg = r->inter_packet_gap_ts;
+	c->rto = r->retransmit_timeout_ts;
+	c->fmark = r->fabric_window_time_marker_ts;
+	c->nmark = r->nic_window_time_marker_ts;
 	c->dir = r->ncwnd_direction;
-	c->base = r->base_delay_target;
-	c->dstate = r->delay_state;
-	c->rstate = r->rtt_state;
+	c->base = r->base_delay_target_ts;
+	c->dstate = r->delay_state_ts;
+	c->rstate = r->rtt_state_ts;
 	c->opaque = r->cc_opaque;
 	c->meta = r->cc_metadata;
 }
@@ -237,7 +237,7 @@ static void test_delay_select(void **state)
 
 	(void)state;
 	memset(&e, 0, sizeof(e));
-	e.t1 = 100, e.t2 = 1000, e.t3 = 1030, e.t4 = 150;
+	e.t1_ts = 100, e.t2_ts = 1000, e.t3_ts = 1030, e.t4_ts = 150;
 	e.delay_select = 0; /* full: t4 - t1 */
 	assert_int_equal(fc_rue_delay_ts(&e), 50);
 	e.delay_select = 1; /* fabric: (t4 - t1) - (t3 - t2) */
@@ -249,12 +249,12 @@ static void test_delay_select(void **state)
 	assert_int_equal(fc_rue_rtt_ts(&e), 50);
 
 	/* across the wrap */
-	e.t1 = 0xFFFFF0, e.t2 = 0xFFFFF8, e.t3 = 0x000004, e.t4 = 0x000010;
+	e.t1_ts = 0xFFFFF0, e.t2_ts = 0xFFFFF8, e.t3_ts = 0x000004, e.t4_ts = 0x000010;
 	assert_int_equal(fc_rue_rtt_ts(&e), 0x20);
 	e.delay_select = 1;
 	assert_int_equal(fc_rue_delay_ts(&e), 0x20 - 12);
 	/* remote hold longer than the round trip: 0, not a huge modular value */
-	e.t3 = 0x000030;
+	e.t3_ts = 0x000030;
 	assert_int_equal(fc_rue_delay_ts(&e), 0);
 }
 
@@ -730,8 +730,8 @@ static void test_retransmit(void **state)
 	assert_int_equal(c.fcwnd_fp, 16384);
 	assert_int_equal(c.fmark, now);
 	assert_int_equal(c.opaque, 1);
-	assert_int_equal(res.inter_packet_gap, 0);
-	assert_int_equal(res.retransmit_timeout, MIN_RTO); /* max(2 * 100, 1907) */
+	assert_int_equal(res.inter_packet_gap_ts, 0);
+	assert_int_equal(res.retransmit_timeout_ts, MIN_RTO); /* max(2 * 100, 1907) */
 	assert_int_equal(c.ncwnd, 64);                     /* NIC window untouched */
 	assert_int_equal(c.dir, 1);
 	assert_int_equal(c.nmark, now - 100);              /* only trails */
@@ -751,7 +751,7 @@ static void test_retransmit(void **state)
 	res = run(r, &c, &e, now);
 	assert_int_equal(c.fcwnd_fp, MIN_FP);
 	assert_int_equal(c.fmark, now);
-	assert_int_equal(res.inter_packet_gap, 9309); /* 100 * 1024 / 11 */
+	assert_int_equal(res.inter_packet_gap_ts, 9309); /* 100 * 1024 / 11 */
 	/* an ACK ends the run */
 	e = ack_ev(&c, now, 100, 20, 1, 0);
 	run(r, &c, &e, now);
@@ -787,8 +787,8 @@ static void test_retransmit_guarded(void **state)
 	e = retx_ev(&c, 0);
 	res = run(r, &c, &e, now);
 	assert_int_equal(c.fcwnd_fp, 16384);
-	assert_int_equal(res.retransmit_timeout, INIT_RTO);
-	assert_int_equal(res.rtt_state, 0);
+	assert_int_equal(res.retransmit_timeout_ts, INIT_RTO);
+	assert_int_equal(res.rtt_state_ts, 0);
 	fc_rue_free(r);
 }
 
@@ -806,18 +806,18 @@ static void test_ack_smoothing_rto(void **state)
 	conn_init(&c, 8);
 	e = ack_ev(&c, now, 2000, 40, 1, 0); /* first sample taken as is */
 	res = run(r, &c, &e, now);
-	assert_int_equal(res.rtt_state, 2000);
-	assert_int_equal(res.delay_state, 40);
-	assert_int_equal(res.retransmit_timeout, 4000);
+	assert_int_equal(res.rtt_state_ts, 2000);
+	assert_int_equal(res.delay_state_ts, 40);
+	assert_int_equal(res.retransmit_timeout_ts, 4000);
 	e = ack_ev(&c, now, 2400, 60, 1, 0); /* 2000 * .75 + 2400 * .25; delay unsmoothed */
 	res = run(r, &c, &e, now);
-	assert_int_equal(res.rtt_state, 2100);
-	assert_int_equal(res.delay_state, 60);
-	assert_int_equal(res.retransmit_timeout, 4200);
+	assert_int_equal(res.rtt_state_ts, 2100);
+	assert_int_equal(res.delay_state_ts, 60);
+	assert_int_equal(res.retransmit_timeout_ts, 4200);
 	e = ack_ev(&c, now, 30, 20, 1, 0); /* 2100 * .75 + 30 * .25 = 1582.5 -> 1583 */
 	res = run(r, &c, &e, now);
-	assert_int_equal(res.rtt_state, 1583);
-	assert_int_equal(res.retransmit_timeout, 3166);
+	assert_int_equal(res.rtt_state_ts, 1583);
+	assert_int_equal(res.retransmit_timeout_ts, 3166);
 	fc_rue_free(r);
 }
 
@@ -836,11 +836,11 @@ static void test_pacing_event(void **state)
 	e = ack_ev(&c, now, 30, 20, 0, 0); /* nothing acked: fcwnd stays */
 	res = run(r, &c, &e, now);
 	assert_int_equal(res.fcwnd_fp, 256);
-	assert_int_equal(res.inter_packet_gap, 120); /* 30 / 0.25 */
+	assert_int_equal(res.inter_packet_gap_ts, 120); /* 30 / 0.25 */
 	c.fcwnd_fp = 2048;
 	e = ack_ev(&c, now, 30, 20, 0, 0);
 	res = run(r, &c, &e, now);
-	assert_int_equal(res.inter_packet_gap, 0);
+	assert_int_equal(res.inter_packet_gap_ts, 0);
 	fc_rue_free(r);
 }
 
@@ -1072,19 +1072,19 @@ static void test_echo_and_bad_type(void **state)
 	assert_int_equal(fc_rue_process(r, &e, 5000, &res), 0);
 	assert_int_equal(res.cid, 0xFEDCBA);
 	assert_int_equal(res.cc_metadata, 0x123456);
-	assert_int_equal(res.base_delay_target, BASE); /* from the config when 0 */
+	assert_int_equal(res.base_delay_target_ts, BASE); /* from the config when 0 */
 	assert_int_equal(res.gen, 1);
 	assert_int_equal(res.randomize_path, 0);
-	e.base_delay_target = 300;
+	e.base_delay_target_ts = 300;
 	assert_int_equal(fc_rue_process(r, &e, 5000, &res), 0);
-	assert_int_equal(res.base_delay_target, 300);
+	assert_int_equal(res.base_delay_target_ts, 300);
 
 	/* fcwnd / ncwnd 0 in an event: the initial windows */
 	e = retx_ev(&c, 0);
 	e.fcwnd_fp = 0;
 	e.ncwnd = 0;
-	e.fabric_window_time_marker = 5000;
-	e.rtt_state = 100;
+	e.fabric_window_time_marker_ts = 5000;
+	e.rtt_state_ts = 100;
 	assert_int_equal(fc_rue_process(r, &e, 5000, &res), 0);
 	assert_int_equal(res.fcwnd_fp, 32 * ONE);
 	assert_int_equal(res.ncwnd, 64);
@@ -1094,11 +1094,11 @@ static void test_echo_and_bad_type(void **state)
 	e.type = 3;
 	e.fcwnd_fp = 12345;
 	e.ncwnd = 77;
-	e.rtt_state = 999;
+	e.rtt_state_ts = 999;
 	assert_int_equal(fc_rue_process(r, &e, 5000, &res), -EINVAL);
 	assert_int_equal(res.fcwnd_fp, 12345);
 	assert_int_equal(res.ncwnd, 77);
-	assert_int_equal(res.rtt_state, 999);
+	assert_int_equal(res.rtt_state_ts, 999);
 	assert_int_equal(res.cid, 0xFEDCBA);
 	fc_rue_get_stats(r, &st);
 	assert_int_equal(st.bad_events, 1);
@@ -1142,8 +1142,8 @@ static void test_clamping(void **state)
 	c.rstate = 0;
 	e = ack_ev(&c, 9000000, 0xF00000, 0xF00000, 0, 31);
 	res = run(r, &c, &e, 9000000);
-	assert_int_equal(res.inter_packet_gap, 0xFFFFF);
-	assert_int_equal(res.retransmit_timeout, M24);
+	assert_int_equal(res.inter_packet_gap_ts, 0xFFFFF);
+	assert_int_equal(res.retransmit_timeout_ts, M24);
 	fc_rue_free(r);
 
 	/* the widest window the field holds: 11 + 10 bits */
@@ -1183,10 +1183,10 @@ static void test_random_events(void **state)
 		memset(&e, 0, sizeof(e));
 		e.cid = (uint32_t)(a & 0xFF);
 		e.type = (uint8_t)((a >> 8) & 3);
-		e.t1 = (uint32_t)(a >> 10);
-		e.t2 = (uint32_t)(a >> 34);
-		e.t3 = (uint32_t)b;
-		e.t4 = (uint32_t)(b >> 24);
+		e.t1_ts = (uint32_t)(a >> 10);
+		e.t2_ts = (uint32_t)(a >> 34);
+		e.t3_ts = (uint32_t)b;
+		e.t4_ts = (uint32_t)(b >> 24);
 		e.retx_count = (uint8_t)(b >> 48);
 		e.nack_code = (uint8_t)(b >> 56) & 3;
 		e.forward_hops = (uint8_t)d;
@@ -1196,12 +1196,12 @@ static void test_random_events(void **state)
 		e.ncwnd = (uint32_t)f & 0xFFF;
 		e.num_packets_acked = (uint16_t)(f >> 12);
 		e.delay_select = (uint8_t)(f >> 28);
-		e.fabric_window_time_marker = (uint32_t)(f >> 30);
-		e.nic_window_time_marker = (uint32_t)(f >> 40);
+		e.fabric_window_time_marker_ts = (uint32_t)(f >> 30);
+		e.nic_window_time_marker_ts = (uint32_t)(f >> 40);
 		e.ncwnd_direction = (uint8_t)(f >> 62);
-		e.delay_state = (f & 1) ? (uint32_t)(a >> 20) : 0;
-		e.rtt_state = (f & 2) ? (uint32_t)(b >> 30) : 0;
-		e.base_delay_target = (f & 4) ? (uint32_t)(d >> 5) : 0;
+		e.delay_state_ts = (f & 1) ? (uint32_t)(a >> 20) : 0;
+		e.rtt_state_ts = (f & 2) ? (uint32_t)(b >> 30) : 0;
+		e.base_delay_target_ts = (f & 4) ? (uint32_t)(d >> 5) : 0;
 		e.cc_opaque = (uint8_t)(f >> 50);
 		rc = fc_rue_process(r, &e, (uint32_t)(b >> 8), &res);
 		if (e.type == 3) {
@@ -1211,10 +1211,10 @@ static void test_random_events(void **state)
 			continue;
 		}
 		if (rc || res.fcwnd_fp < MIN_FP || res.fcwnd_fp > MAX_FP || res.ncwnd < 1 ||
-		    res.ncwnd > 256 || res.inter_packet_gap > 0xFFFFF ||
-		    res.retransmit_timeout > M24 || res.retransmit_timeout < MIN_RTO ||
-		    res.fabric_window_time_marker > M24 || res.nic_window_time_marker > M24 ||
-		    res.delay_state > M24 || res.rtt_state > M24 || res.base_delay_target > M24 ||
+		    res.ncwnd > 256 || res.inter_packet_gap_ts > 0xFFFFF ||
+		    res.retransmit_timeout_ts > M24 || res.retransmit_timeout_ts < MIN_RTO ||
+		    res.fabric_window_time_marker_ts > M24 || res.nic_window_time_marker_ts > M24 ||
+		    res.delay_state_ts > M24 || res.rtt_state_ts > M24 || res.base_delay_target_ts > M24 ||
 		    res.cc_opaque > 3 || res.ncwnd_direction > 1 || res.randomize_path > 1 ||
 		    res.cid != (e.cid & M24) || res.cc_metadata != (e.cc_metadata & M24)) {
 			fprintf(stderr, "seed 0x%llx event %d\n", (unsigned long long)seed, i);

@@ -42,20 +42,23 @@ struct tfield {
 #define TM(n, w, type, m, sh) { n, w, offsetof(type, m), sizeof(((type *)0)->m), sh }
 #define TE(w, m) TM(#m, w, struct fc_cc_event, m, 0)
 #define TR(w, m) TM(#m, w, struct fc_cc_result, m, 0)
+/* a time in 131.072 ns units: the member carries _ts, the spec name does not */
+#define TET(w, m) TM(#m, w, struct fc_cc_event, m##_ts, 0)
+#define TRT(w, m) TM(#m, w, struct fc_cc_result, m##_ts, 0)
 #define TRSV(w) { "reserved", w, NOMEMB, 0, 0 }
 
 /* spec 10.6.2.1 */
 static const struct tfield ev_tab[] = {
-	TE(24, cid), TE(2, type), TE(24, t1), TE(24, t2), TE(24, t3), TE(24, t4),
+	TE(24, cid), TE(2, type), TET(24, t1), TET(24, t2), TET(24, t3), TET(24, t4),
 	TE(3, retx_count), TE(1, retx_reason), TE(8, nack_code), TE(4, forward_hops),
 	TE(5, rx_buffer_level), TE(24, cc_metadata),
 	TM("fcwnd_fraction", 10, struct fc_cc_event, fcwnd_fp, 0),
 	TM("fcwnd_integer", 11, struct fc_cc_event, fcwnd_fp, 10),
-	TE(20, inter_packet_gap), TE(11, ncwnd), TE(24, retransmit_timeout),
+	TET(20, inter_packet_gap), TE(11, ncwnd), TET(24, retransmit_timeout),
 	TE(10, num_packets_acked), TE(1, eack_drop), TE(1, eack), TRSV(8),
-	TE(2, event_queue_select), TE(2, delay_select), TE(24, fabric_window_time_marker),
-	TE(24, nic_window_time_marker), TE(1, ncwnd_direction), TE(24, base_delay_target),
-	TE(24, delay_state), TE(24, rtt_state), TE(2, cc_opaque), TE(14, ecn_accumulated),
+	TE(2, event_queue_select), TE(2, delay_select), TET(24, fabric_window_time_marker),
+	TET(24, nic_window_time_marker), TE(1, ncwnd_direction), TET(24, base_delay_target),
+	TET(24, delay_state), TET(24, rtt_state), TE(2, cc_opaque), TE(14, ecn_accumulated),
 	TRSV(107), TE(1, gen),
 };
 
@@ -64,10 +67,10 @@ static const struct tfield res_tab[] = {
 	TR(24, cid), TR(1, randomize_path), TR(24, cc_metadata),
 	TM("fcwnd_fraction", 10, struct fc_cc_result, fcwnd_fp, 0),
 	TM("fcwnd", 11, struct fc_cc_result, fcwnd_fp, 10),
-	TR(20, inter_packet_gap), TR(11, ncwnd), TR(24, retransmit_timeout),
-	TR(24, fabric_window_time_marker), TR(24, nic_window_time_marker),
-	TR(1, ncwnd_direction), TR(24, base_delay_target), TR(24, delay_state),
-	TR(24, rtt_state), TR(2, cc_opaque), TRSV(260), TRSV(3), TR(1, gen),
+	TRT(20, inter_packet_gap), TR(11, ncwnd), TRT(24, retransmit_timeout),
+	TRT(24, fabric_window_time_marker), TRT(24, nic_window_time_marker),
+	TR(1, ncwnd_direction), TRT(24, base_delay_target), TRT(24, delay_state),
+	TRT(24, rtt_state), TR(2, cc_opaque), TRSV(260), TRSV(3), TR(1, gen),
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -171,7 +174,7 @@ static void test_layout_sizes(void **state)
 /* Records spelled out byte by byte. */
 static void test_event_hand_bytes(void **state)
 {
-	struct fc_cc_event ev = { .cid = 0xABCDEF, .type = FC_RUE_EV_NACK, .t1 = 0xFFFFFF,
+	struct fc_cc_event ev = { .cid = 0xABCDEF, .type = FC_RUE_EV_NACK, .t1_ts = 0xFFFFFF,
 				  .gen = 1 };
 	uint8_t want[64] = { 0 }, got[64];
 
@@ -228,7 +231,7 @@ static void test_result_hand_bytes(void **state)
 	/* cc_opaque 11b at 246..247: byte 30 low bits; rtt_state 0x800000 at 222 */
 	memset(&r, 0, sizeof(r));
 	r.cc_opaque = 3;
-	r.rtt_state = 0x800000;
+	r.rtt_state_ts = 0x800000;
 	memset(want, 0, sizeof(want));
 	want[30] = 0x03;
 	want[27] = 0x02; /* bit 222 = byte 27, bit 6 from the top */
@@ -361,13 +364,13 @@ static void test_truncation(void **state)
 	r.ncwnd = 0x800;
 	assert_false(fc_cc_result_fits(&r));
 	r.ncwnd = 0x7FF;
-	r.inter_packet_gap = 0x1FFFFF;
+	r.inter_packet_gap_ts = 0x1FFFFF;
 	assert_false(fc_cc_result_fits(&r));
 	fc_cc_result_pack(&r, rec);
 	fc_cc_result_unpack(rec, &rback);
-	assert_int_equal(rback.inter_packet_gap, 0xFFFFF);
+	assert_int_equal(rback.inter_packet_gap_ts, 0xFFFFF);
 	assert_int_equal(rback.ncwnd, 0x7FF);
-	r.inter_packet_gap = 0;
+	r.inter_packet_gap_ts = 0;
 	r.cc_opaque = 4;
 	assert_false(fc_cc_result_fits(&r));
 }
@@ -616,7 +619,7 @@ static void test_offer(void **state)
 {
 	struct fc_rue_q *q = fc_rue_q_new(8); /* defaults: 2 / 4 / 6 entries */
 	struct fc_rue_q_counters c;
-	struct fc_cc_event ev = { .type = FC_RUE_EV_ACK, .t1 = 0x123456, .gen = 0 }, back;
+	struct fc_cc_event ev = { .type = FC_RUE_EV_ACK, .t1_ts = 0x123456, .gen = 0 }, back;
 	uint8_t rec[64];
 	uint32_t cid = 1, i;
 
@@ -650,7 +653,7 @@ static void test_offer(void **state)
 		assert_int_equal(fc_rue_q_pop(q, rec), 0);
 		fc_cc_event_unpack(rec, &back);
 		assert_int_equal(back.cid, i);
-		assert_int_equal(back.t1, 0x123456);
+		assert_int_equal(back.t1_ts, 0x123456);
 		assert_int_equal(back.gen, 1); /* first lap */
 		assert_int_equal(back.type, i == 7 ? FC_RUE_EV_NACK :
 					    i == 8 ? FC_RUE_EV_RETX : FC_RUE_EV_ACK);
