@@ -917,7 +917,7 @@ static int win_unreceive(struct fc_win *w, uint32_t psn)
 	return fc_cas64(slot, rxack, fc_slot_make(psn, 0)) == rxack ? 0 : -ENOENT;
 }
 
-/* Un-receive psn and queue its NACK. Returns 0, -EINVAL, -ENOENT or -ENOBUFS. */
+/* Un-receive psn and queue its NACK. Returns 0, -EINVAL, -ENOENT or -EAGAIN. */
 static int queue_nack(struct fc_pdl *p, struct fc_win *w, enum fc_win_id win, uint32_t psn,
 		      const struct fc_pdl_nack *nk)
 {
@@ -930,7 +930,7 @@ static int queue_nack(struct fc_pdl *p, struct fc_win *w, enum fc_win_id win, ui
 	p->push_ar[psn & (FC_WIN_SLOTS_MAX - 1)] = 0;
 	if (p->nack_len == FC_PDL_NACK_QUEUE) {
 		p->cnt.nack_queue_full++;
-		return -ENOBUFS; /* the sender times out and retransmits */
+		return -EAGAIN; /* the sender times out and retransmits */
 	}
 	n = &p->nackq[(p->nack_head + p->nack_len) % FC_PDL_NACK_QUEUE];
 	*n = (struct fc_nack_out){ .psn = psn, .code = nk->code, .rnr_to = nk->rnr_timeout,

@@ -204,7 +204,7 @@ int fc_pdl_ulp_ack(struct fc_pdl *p, uint32_t psn, uint64_t now_ns);
 
 /* The ULP refuses packet psn of window win with nack_code (RNR, CIE, NRE, invalid CID,
  * resource): the packet is un-received and a NACK queued (9.1.7). Returns 0, -ENOENT
- * (psn not received in that window), -ENOBUFS (NACK queue full; counted, the sender
+ * (psn not received in that window), -EAGAIN (NACK queue full; counted, the sender
  * will time out and retransmit). */
 int fc_pdl_ulp_nack(struct fc_pdl *p, enum fc_win_id win, uint32_t psn, uint8_t nack_code,
 		    uint8_t rnr_timeout_code, uint8_t ulp_code, uint64_t now_ns);

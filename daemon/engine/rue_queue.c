@@ -277,7 +277,7 @@ int fc_rue_q_push(struct fc_rue_q *q, const uint8_t rec[FC_RUE_REC_BYTES])
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
 		if (t - q->head_cache > q->mask) {
 			bump(&q->full_drops);
-			return -ENOBUFS;
+			return -EAGAIN;
 		}
 	}
 	memcpy(q->slot[t & q->mask], rec, FC_RUE_REC_BYTES);
@@ -379,7 +379,7 @@ int fc_rue_q_offer(struct fc_rue_q *q, const struct fc_rue_admit_cfg *cfg,
 
 	if (occ > q->mask) {
 		bump(&q->full_drops);
-		return -ENOBUFS;
+		return -EAGAIN;
 	}
 	if (!fc_rue_admit(cfg, occ, q->mask + 1, ev->type, pred)) {
 		bump(&q->refused);

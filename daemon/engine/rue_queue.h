@@ -137,7 +137,7 @@ struct fc_rue_q *fc_rue_q_new(uint32_t cap);
 /* Free q (NULL is fine). Neither side may use it any more. */
 void fc_rue_q_free(struct fc_rue_q *q);
 
-/* Producer only. Copy rec into the ring. Returns 0, or -ENOBUFS when the ring is full
+/* Producer only. Copy rec into the ring. Returns 0, or -EAGAIN when the ring is full
  * (counted in full_drops; nothing changes otherwise). */
 int fc_rue_q_push(struct fc_rue_q *q, const uint8_t rec[FC_RUE_REC_BYTES]);
 /* Consumer only. Copy the oldest record out into rec. Returns 0, or -EAGAIN when the
@@ -194,7 +194,7 @@ int fc_rue_admit(const struct fc_rue_admit_cfg *cfg, uint32_t occupancy, uint32_
 /* Producer only (the PDL's cc_event hook calls this). Apply the policy to ev at the
  * current occupancy, then pack it with gen = fc_rue_q_gen(q) (ev->gen is ignored) and
  * push it. cfg NULL = defaults. Returns 0 when queued, -EBUSY when refused by the
- * policy (counted in refused), -ENOBUFS when the queue is full (counted in
+ * policy (counted in refused), -EAGAIN when the queue is full (counted in
  * full_drops). */
 int fc_rue_q_offer(struct fc_rue_q *q, const struct fc_rue_admit_cfg *cfg,
 		   const struct fc_cc_event *ev, unsigned pred);

@@ -441,7 +441,7 @@ static void test_q_basic(void **state)
 			assert_int_equal(fc_rue_q_push(q, rec), 0);
 			assert_int_equal(fc_rue_q_len(q), i + 1);
 		}
-		assert_int_equal(fc_rue_q_push(q, rec), -ENOBUFS);
+		assert_int_equal(fc_rue_q_push(q, rec), -EAGAIN);
 		assert_int_equal(fc_rue_q_len(q), 4);
 		for (i = 0; i < 4; i++) {
 			assert_int_equal(fc_rue_q_pop(q, out), 0);
@@ -485,7 +485,7 @@ static void *producer(void *arg)
 
 	for (seq = 0; seq < st->n; seq++) {
 		fill_rec(rec, seq);
-		while (fc_rue_q_push(st->q, rec) == -ENOBUFS) {
+		while (fc_rue_q_push(st->q, rec) == -EAGAIN) {
 			st->full_spins++;
 			sched_yield();
 		}
@@ -644,7 +644,7 @@ static void test_offer(void **state)
 	OFFER(FC_RUE_EV_ACK, P12, -EBUSY);      /* occ 6 */
 	OFFER(FC_RUE_EV_NACK, 0, 0);            /* occ 6 */
 	OFFER(FC_RUE_EV_RETX, 0, 0);            /* occ 7 */
-	OFFER(FC_RUE_EV_NACK, P12, -ENOBUFS);   /* occ 8 */
+	OFFER(FC_RUE_EV_NACK, P12, -EAGAIN);   /* occ 8 */
 	fc_rue_q_counters(q, &c);
 	assert_int_equal(c.pushes, 8);
 	assert_int_equal(c.refused, 3);
