@@ -6,8 +6,8 @@
  * txn_res.c, the initiator in txn_ini.c, the target in txn_tgt.c; txn_priv.h holds
  * what they share.
  *
- * Memory, all allocated up front:
- *  - engine: the host's pools (8.2.2). Tx packet contexts, each with an MTU buffer the
+ * Memory:
+ *  - engine, allocated up front: the host's pools (8.2.2). Tx packet contexts, each with an MTU buffer the
  *    ULP bytes are copied into (the PDL retransmits from it until tx_done); Rx cells in
  *    one arena with a free list (held requests, Pull Data waiting for its turn). Every
  *    region is accounted in packets and cells against the host's, the function's and
@@ -18,7 +18,7 @@
  *    deferred while the PDL is inside a callback to us (grows the same way). Memory
  *    follows use: an idle connection costs a few KiB whatever its configured limits.
  *  - engine: scratch buffers to hand stored bytes out in one piece, one per callback
- *    nesting level (scratch_take).
+ *    nesting level (txn_scratch_take; two up front).
  *
  * Re-entrancy: PDL callbacks (deliver, tx_done, nack, fatal) call the ULP, which may call
  * our ULP functions back. ULP answers that need the PDL (ulp_ack / ulp_nack) are queued
