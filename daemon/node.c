@@ -325,10 +325,12 @@ unsigned fc_node_poll_tx(struct fc_node *n, uint64_t now, unsigned budget)
 {
 	const struct fc_io_ops *io = n->cfg.io;
 	struct fc_frame f[FC_NODE_BATCH_MAX];
-	unsigned sent = 0;
+	unsigned sent = 0, chunk = FC_NODE_BATCH_FIRST;
 
+	/* frames are asked for in chunks that start small and double while the engine fills
+	 * them: a poll that finds one packet does not take and give back a whole batch */
 	while (sent < budget) {
-		unsigned want = budget - sent < FC_NODE_BATCH_MAX ? budget - sent : FC_NODE_BATCH_MAX;
+		unsigned want = budget - sent < chunk ? budget - sent : chunk;
 		unsigned got = io->tx_alloc(n->cfg.io_ctx, f, want), filled, ok;
 
 		if (!got) {
@@ -346,6 +348,8 @@ unsigned fc_node_poll_tx(struct fc_node *n, uint64_t now, unsigned budget)
 		sent += filled;
 		if (filled < got)
 			break; /* the engine has nothing more now */
+		if (chunk < FC_NODE_BATCH_MAX)
+			chunk *= 2;
 	}
 	return sent;
 }

@@ -29,6 +29,7 @@
 #include "rx_meta.h"
 
 #define FC_NODE_BATCH_MAX 64u     /* frames per fc_node_poll_tx / rx batch call */
+#define FC_NODE_BATCH_FIRST 4u    /* fc_node_poll_tx's first backend call asks for this many */
 #define FC_PEER_ADDR_MAX 28u      /* a struct sockaddr_in6 fits */
 #define FC_NODE_CID_SLOT_BITS 16u /* local CID = generation << 16 | slot */
 #define FC_NODE_CONNS_MAX (1u << FC_NODE_CID_SLOT_BITS)
@@ -146,9 +147,10 @@ uint32_t fc_node_conn_peer(const struct fc_node *n, const struct fc_txn *t);
  * number the engine accepted for processing (the others are dropped and counted). */
 unsigned fc_node_rx_batch(struct fc_node *n, struct fc_frame *f, unsigned nf);
 
-/* Fill up to budget frames (<= FC_NODE_BATCH_MAX per backend call; more in several
- * batches) with what the engine has to send now and hand them to the backend. Returns
- * the number of frames sent. */
+/* Fill up to budget frames with what the engine has to send now and hand them to the
+ * backend: frames are taken from it FC_NODE_BATCH_FIRST at first, twice as many each
+ * time a chunk was filled, at most FC_NODE_BATCH_MAX per call. Returns the number of
+ * frames sent. */
 unsigned fc_node_poll_tx(struct fc_node *n, uint64_t now_ns, unsigned budget);
 
 /* Earliest time fc_node_on_timer has work; UINT64_MAX when idle. */

@@ -40,6 +40,8 @@ int fc_rxbuf_cfg_check(const struct fc_rxbuf_cfg *cfg)
 void fc_rxbuf_init(struct fc_rxbuf *rb)
 {
 	memset(rb, 0, sizeof(*rb));
+	for (unsigned p = 0; p < FC_RXBUF_POOLS; p++)
+		rb->band_lo[p] = UINT64_MAX; /* empty band: the first note searches */
 }
 
 /* ceil(d * a / 65536) for d < 2^48, a <= 2^16, without 128-bit math. */
@@ -53,15 +55,13 @@ static uint64_t scaled_step(uint64_t d, uint32_t a)
 
 /* spec 10.2: ema = (1 - alpha) * ema + alpha * occupancy, i.e. ema += alpha * (occ - ema),
  * rounded toward the sample. */
-int fc_rxbuf_update(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
-		    enum fc_rxbuf_pool pool, uint32_t occupancy)
+/* One EMA step of pool (valid) toward occupancy. */
+static inline void ema_step(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+			    unsigned pool, uint32_t occupancy)
 {
 	uint64_t sample = (uint64_t)occupancy << FC_RXBUF_ALPHA_SHIFT, ema;
-	uint32_t a;
+	uint32_t a = cfg->alpha[pool];
 
-	if ((unsigned)pool >= FC_RXBUF_POOLS)
-		return -EINVAL;
-	a = cfg->alpha[pool];
 	if (a == 0)
 		a = 1;
 	if (a > FC_RXBUF_ALPHA_ONE)
@@ -72,6 +72,14 @@ int fc_rxbuf_update(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
 	else
 		ema -= scaled_step(ema - sample, a);
 	rb->ema_q16[pool] = ema;
+}
+
+int fc_rxbuf_update(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+		    enum fc_rxbuf_pool pool, uint32_t occupancy)
+{
+	if ((unsigned)pool >= FC_RXBUF_POOLS)
+		return -EINVAL;
+	ema_step(rb, cfg, pool, occupancy);
 	return 0;
 }
 
@@ -93,6 +101,31 @@ unsigned fc_rxbuf_pool_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cf
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Search pool p's level again if its EMA left the band of the cached one. */
+static void refresh(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg, unsigned p)
+{
+	uint64_t ema = rb->ema_q16[p];
+	unsigned l;
+
+	if (ema >= rb->band_lo[p] && ema < rb->band_hi[p])
+		return;
+	l = fc_rxbuf_pool_level(rb, cfg, (enum fc_rxbuf_pool)p);
+	/* level l holds for th[l-1] <= ema < th[l] (see the top of rxbuf.h) */
+	rb->plevel[p] = (uint8_t)l;
+	rb->band_lo[p] = l ? (uint64_t)cfg->threshold[p][l - 1] << FC_RXBUF_ALPHA_SHIFT : 0;
+	rb->band_hi[p] = l < FC_RXBUF_THRESHOLDS ?
+		(uint64_t)cfg->threshold[p][l] << FC_RXBUF_ALPHA_SHIFT : UINT64_MAX;
+}
+
+unsigned fc_rxbuf_note(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+		       enum fc_rxbuf_pool pool, uint32_t occupancy)
+{
+	ema_step(rb, cfg, (unsigned)pool & 1, occupancy);
+	refresh(rb, cfg, FC_RXBUF_POOL_PKT); /* both: the first note fills the other's cache */
+	refresh(rb, cfg, FC_RXBUF_POOL_BUF);
+	return rb->plevel[0] > rb->plevel[1] ? rb->plevel[0] : rb->plevel[1];
 }
 
 unsigned fc_rxbuf_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg)

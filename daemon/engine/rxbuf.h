@@ -53,6 +53,9 @@ struct fc_rxbuf_cfg {
 
 struct fc_rxbuf {
 	uint64_t ema_q16[FC_RXBUF_POOLS]; /* occupancy * 65536 */
+	/* fc_rxbuf_note's cache: each pool's level and the EMA band [lo, hi) it holds for */
+	uint64_t band_lo[FC_RXBUF_POOLS], band_hi[FC_RXBUF_POOLS];
+	uint8_t plevel[FC_RXBUF_POOLS];
 };
 
 /* Defaults: alpha FC_RXBUF_ALPHA_DEFAULT for both pools, and thresholds evenly spaced
@@ -71,6 +74,11 @@ void fc_rxbuf_init(struct fc_rxbuf *rb);
  * (nothing changes). An alpha out of range is clamped to 1..FC_RXBUF_ALPHA_ONE. */
 int fc_rxbuf_update(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
 		    enum fc_rxbuf_pool pool, uint32_t occupancy);
+/* fc_rxbuf_update, then the level an ACK carries (fc_rxbuf_level), from a cache: the
+ * thresholds are searched again only when a pool's EMA leaves the band of its level.
+ * pool must be valid; cfg must not change after the first call (fc_rxbuf_init resets). */
+unsigned fc_rxbuf_note(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+		       enum fc_rxbuf_pool pool, uint32_t occupancy);
 /* Quantized level 0..31 of one pool (0 for a bad pool). */
 unsigned fc_rxbuf_pool_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
 			     enum fc_rxbuf_pool pool);

@@ -689,6 +689,7 @@ struct fc_txn_engine *fc_txn_engine_new_dbg(const struct fc_txn_engine_cfg *cfg,
 		e->cap[FC_TXN_REQ_PKT_RX] += cfg->cap[FC_TXN_NET_PKT_RX];
 		e->cap[FC_TXN_REQ_BUF_RX] += cfg->cap[FC_TXN_NET_BUF_RX];
 	}
+	txn_res_init(e);
 	e->txp = calloc(ntx, sizeof(*e->txp));
 	e->txmem = malloc((size_t)ntx * cfg->mtu_bytes);
 	e->cellmem = malloc((size_t)ncell * cfg->rx_cell_bytes);
@@ -860,6 +861,7 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 	t->ops = ops;
 	t->ctx = ctx;
 	t->cfg = *cfg;
+	txn_res_conn_init(t);
 	t->slot = slot;
 	t->ordered = cfg->pdl.ordered;
 	t->brsn = t->nrsn = cfg->rsn_tx;

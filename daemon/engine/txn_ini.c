@@ -245,7 +245,7 @@ int fc_txn_pull(struct fc_txn *t, const void *req, uint32_t len, uint32_t resp_l
 void fc_txn_credits(const struct fc_txn *t, uint32_t credits[FC_TXN_ULP_CREDITS])
 {
 	for (int i = 0; i < FC_TXN_ULP_CREDITS; i++) {
-		uint32_t lim = txn_conn_limit(t, i);
+		uint32_t lim = t->climit[i];
 
 		credits[i] = lim ? lim - t->used[i] : UINT32_MAX;
 	}

@@ -91,6 +91,7 @@ struct fc_txn {
 	uint32_t push_in_pdl, push_max;
 
 	uint32_t used[FC_TXN_RES_COUNT];
+	uint32_t climit[FC_TXN_RES_COUNT]; /* the connection's limits, 0 = none (8.2.3) */
 	struct action *act;
 	uint32_t nact, act_cap;
 	int in_pdl, want_credits;
@@ -136,6 +137,9 @@ struct fc_txn_engine {
 	struct fc_rxbuf rxbuf;
 	uint8_t rxbuf_level;       /* fc_rxbuf_level, kept when the pools change */
 	uint32_t dbg;              /* FC_TXN_DBG_* (txn_test.h): 0 but in tests */
+	/* txn_res_init: host counter of each resource, its limit with / without red zone */
+	uint8_t gi[FC_TXN_RES_COUNT];
+	uint32_t lim_red[FC_TXN_RES_COUNT], lim_all[FC_TXN_RES_COUNT];
 };
 
 static inline uint32_t ceil_div(uint32_t a, uint32_t b) { return a / b + (a % b != 0); }
@@ -188,7 +192,8 @@ void txn_res_sub(struct fc_txn *t, const uint32_t *n);
 void txn_txp_release(struct fc_txn *t, uint32_t idx);
 void txn_txp_drop_queued(struct fc_txn *t, uint32_t idx);
 void txn_cells_put(struct fc_txn_engine *e, uint32_t head);
-uint32_t txn_conn_limit(const struct fc_txn *t, int i);
+void txn_res_init(struct fc_txn_engine *e);
+void txn_res_conn_init(struct fc_txn *t);
 int txn_queue_of(const struct fc_txn *t, uint8_t type);
 void txn_cells_copy_in(struct fc_txn_engine *e, uint32_t c, const uint8_t *src, uint32_t len);
 void txn_ini_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len,

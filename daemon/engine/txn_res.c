@@ -33,11 +33,25 @@ static uint32_t red_of(const struct fc_txn_engine *e, int i)
 	return i == FC_TXN_NET_PKT_RX ? e->cfg.red_pkts : e->cfg.red_cells;
 }
 
-uint32_t txn_conn_limit(const struct fc_txn *t, int i)
+/* What res_fits reads for every counter, worked out once: the host counter each draws
+ * from and its limit with and without the red zone (engine), the connection's limit. */
+void txn_res_init(struct fc_txn_engine *e)
 {
-	if (t->cfg.mn && i < FC_TXN_ULP_CREDITS)
-		return 0; /* M:N: no per-connection credits (8.2.3) */
-	return t->cfg.limit[i];
+	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
+		uint32_t cap;
+
+		e->gi[i] = (uint8_t)gidx(e, i);
+		cap = e->cap[e->gi[i]];
+		e->lim_all[i] = cap;
+		e->lim_red[i] = cap > red_of(e, i) ? cap - red_of(e, i) : 0;
+	}
+}
+
+void txn_res_conn_init(struct fc_txn *t)
+{
+	for (int i = 0; i < FC_TXN_RES_COUNT; i++)
+		/* M:N: no per-connection credits (8.2.3) */
+		t->climit[i] = t->cfg.mn && i < FC_TXN_ULP_CREDITS ? 0 : t->cfg.limit[i];
 }
 
 /* May t take need? A head-of-line network request (hol) may use the red zone and is not
@@ -46,27 +60,21 @@ uint32_t txn_conn_limit(const struct fc_txn *t, int i)
 int txn_res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
 {
 	const struct fc_txn_engine *e = t->e;
+	const uint32_t *fl = e->cfg.fn_limit[t->cfg.fn], *fu = e->fn_used[t->cfg.fn];
 
+#pragma GCC unroll 8 /* constant indexes: is_net and the zero tests fold away */
 	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
-		int g, bypass;
-		uint64_t lim, fl, cl;
+		uint64_t n = need[i];
 
-		if (!need[i]) /* most counters are 0 in a request: look at nothing else */
+		if (!n) /* most counters are 0 in a request: look at nothing else */
 			continue;
-		g = gidx(e, i);
-		bypass = hol && is_net(i);
-		lim = e->cap[g];
-		fl = e->cfg.fn_limit[t->cfg.fn][i];
-		cl = txn_conn_limit(t, i);
-		if (!bypass)
-			lim -= red_of(e, i);
-		if ((uint64_t)e->used[g] + need[i] > lim)
-			return 0;
-		if (bypass)
+		if (hol && is_net(i)) { /* the host's room, red zone included, and nothing else */
+			if (e->used[e->gi[i]] + n > e->lim_all[i])
+				return 0;
 			continue;
-		if (fl && (uint64_t)e->fn_used[t->cfg.fn][i] + need[i] > fl)
-			return 0;
-		if (cl && (uint64_t)t->used[i] + need[i] > cl)
+		}
+		if (e->used[e->gi[i]] + n > e->lim_red[i] || (fl[i] && fu[i] + n > fl[i]) ||
+		    (t->climit[i] && t->used[i] + n > t->climit[i]))
 			return 0;
 	}
 	return 1;
@@ -78,12 +86,13 @@ static void rxbuf_note(struct fc_txn *t, const uint32_t *n)
 {
 	struct fc_txn_engine *e = t->e;
 
+	/* the level is searched again only when an EMA leaves its level's band */
 	if (n[FC_TXN_NET_PKT_RX])
-		fc_rxbuf_update(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_PKT, e->used[FC_TXN_NET_PKT_RX]);
+		e->rxbuf_level = (uint8_t)fc_rxbuf_note(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_PKT,
+							e->used[FC_TXN_NET_PKT_RX]);
 	if (n[FC_TXN_NET_BUF_RX])
-		fc_rxbuf_update(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_BUF, e->used[FC_TXN_NET_BUF_RX]);
-	if (n[FC_TXN_NET_PKT_RX] || n[FC_TXN_NET_BUF_RX]) /* recomputed only on a change */
-		e->rxbuf_level = (uint8_t)fc_rxbuf_level(&e->rxbuf, &e->rxbuf_cfg);
+		e->rxbuf_level = (uint8_t)fc_rxbuf_note(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_BUF,
+							e->used[FC_TXN_NET_BUF_RX]);
 	if (t->pdl) /* not while a connection is being torn down */
 		fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
 }
@@ -92,12 +101,13 @@ void txn_res_add(struct fc_txn *t, const uint32_t *need)
 {
 	struct fc_txn_engine *e = t->e;
 
+#pragma GCC unroll 8 /* constant indexes: is_net and the zero tests fold away */
 	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
 		if (!need[i])
 			continue;
 		t->used[i] += need[i];
 		e->fn_used[t->cfg.fn][i] += need[i];
-		e->used[gidx(e, i)] += need[i];
+		e->used[e->gi[i]] += need[i];
 	}
 	rxbuf_note(t, need);
 }
@@ -106,12 +116,13 @@ void txn_res_sub(struct fc_txn *t, const uint32_t *n)
 {
 	struct fc_txn_engine *e = t->e;
 
+#pragma GCC unroll 8 /* constant indexes: is_net and the zero tests fold away */
 	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
 		if (!n[i])
 			continue;
 		t->used[i] -= n[i];
 		e->fn_used[t->cfg.fn][i] -= n[i];
-		e->used[gidx(e, i)] -= n[i];
+		e->used[e->gi[i]] -= n[i];
 	}
 	rxbuf_note(t, n);
 	e->released = 1;

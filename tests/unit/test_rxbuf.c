@@ -265,6 +265,49 @@ static void test_default_cfg(void **state)
 	assert_int_equal(fc_rxbuf_level(&rb, &cfg), 31);
 }
 
+/* fc_rxbuf_note's cached level is fc_rxbuf_level after every update: default thresholds,
+ * thresholds with repeats and zeros, a zero-capacity pool (always 31), alphas from
+ * instant to slow, random occupancies walking up and down. */
+static void test_note_cache_matches_level(void **state)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	(void)state;
+	for (int run = 0; run < 40; run++) {
+		struct fc_rxbuf_cfg cfg;
+		struct fc_rxbuf rb, ref;
+		uint32_t cap[2], occ[2] = { 0, 0 };
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		cap[0] = run == 3 ? 0 : (uint32_t)(x >> 40) % 5000 + 1;
+		cap[1] = (uint32_t)(x >> 20) % 70000 + 1;
+		fc_rxbuf_cfg_default(&cfg, cap[0], cap[1]);
+		if (run % 4 == 1) /* repeats and zeros */
+			for (int k = 0; k < FC_RXBUF_THRESHOLDS; k++)
+				cfg.threshold[1][k] = (uint32_t)(k / 5) * (cap[1] / 7);
+		cfg.alpha[0] = run % 3 == 0 ? FC_RXBUF_ALPHA_ONE : FC_RXBUF_ALPHA_DEFAULT;
+		cfg.alpha[1] = run % 5 == 0 ? 1 : FC_RXBUF_ALPHA_ONE / 3;
+		assert_int_equal(fc_rxbuf_cfg_check(&cfg), 0);
+		fc_rxbuf_init(&rb);
+		fc_rxbuf_init(&ref);
+		for (int i = 0; i < 3000; i++) {
+			unsigned p;
+
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			p = (unsigned)(x >> 63);
+			if ((x >> 30) % 4 == 0) /* jumps */
+				occ[p] = cap[p] ? (uint32_t)(x >> 33) % (cap[p] + 1) : 0;
+			else if ((x >> 32) & 1) /* walk */
+				occ[p] += occ[p] < cap[p];
+			else
+				occ[p] -= occ[p] > 0;
+			assert_int_equal(fc_rxbuf_note(&rb, &cfg, (enum fc_rxbuf_pool)p, occ[p]),
+					 (fc_rxbuf_update(&ref, &cfg, (enum fc_rxbuf_pool)p, occ[p]),
+					  fc_rxbuf_level(&ref, &cfg)));
+		}
+	}
+}
+
 static void test_cfg_check_and_bad_pool(void **state)
 {
 	struct fc_rxbuf_cfg cfg;
@@ -309,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_max_over_pools),
 		cmocka_unit_test(test_default_cfg),
 		cmocka_unit_test(test_cfg_check_and_bad_pool),
+		cmocka_unit_test(test_note_cache_matches_level),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
