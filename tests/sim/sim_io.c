@@ -69,6 +69,8 @@ const struct fc_encap_ops sim_icv_encap = {
 	.headroom = 0, .tailroom = SIM_ICV_LEN, .seal = icv_seal, .open = icv_open,
 };
 
+static int stopped(const struct sim_node *s) { return s->stop && *s->stop; }
+
 static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t len,
 			const struct sim_pkt_info *info)
 {
@@ -78,6 +80,15 @@ static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t l
 
 	if (len > sizeof(s->rx_buf))
 		return -EMSGSIZE;
+	if (s->rx_hook && len >= s->trailer &&
+	    (!s->trailer || sim_icv_open(data, len) >= 0)) { /* intact packets only */
+		int v = s->rx_hook(s->hook_ctx, now, data, len - s->trailer);
+
+		if (v == SIM_IO_FAIL)
+			return -EPROTO;
+		if (v == SIM_IO_DROP)
+			return stopped(s) ? -EPROTO : 0;
+	}
 	/* the wire's copy: the node may open (decrypt) a frame in place */
 	memcpy(s->rx_buf, data, len);
 	sim_peer_addr(info->src, &from);
@@ -85,7 +96,7 @@ static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t l
 			       .peer = &from,
 			       .meta = { .tx_ns = info->meta, .now_ns = now } };
 	fc_node_rx_batch(s->node, &f, 1);
-	return 0;
+	return stopped(s) ? -EPROTO : 0;
 }
 
 static uint64_t ep_next_deadline(void *ctx)
@@ -100,7 +111,7 @@ static int ep_on_timer(void *ctx, uint64_t now)
 	struct sim_node *s = ctx;
 
 	fc_node_on_timer(s->node, now);
-	return 0;
+	return stopped(s) ? -EPROTO : 0;
 }
 
 static int ep_poll_tx(void *ctx, uint64_t now, uint8_t *buf, uint32_t cap,
@@ -108,13 +119,40 @@ static int ep_poll_tx(void *ctx, uint64_t now, uint8_t *buf, uint32_t cap,
 {
 	struct sim_node *s = ctx;
 
-	s->tx_buf = buf;
-	s->tx_cap = cap;
-	s->tx_given = s->tx_sent = 0;
-	fc_node_poll_tx(s->node, now, 1);
-	s->tx_buf = NULL;
-	if (!s->tx_sent)
-		return 0;
+	for (;;) {
+		int v = SIM_IO_PASS;
+
+		s->tx_buf = buf;
+		s->tx_cap = cap;
+		s->tx_given = s->tx_sent = 0;
+		fc_node_poll_tx(s->node, now, 1);
+		s->tx_buf = NULL;
+		if (stopped(s))
+			return -EPROTO;
+		if (!s->tx_sent) {
+			if (!s->held_len)
+				return 0;
+			/* the held packet goes when nothing else does */
+			memcpy(buf, s->held, s->held_len);
+			s->tx_len = s->held_len;
+			s->tx_dst = s->held_dst;
+			s->held_len = 0;
+			break;
+		}
+		if (s->tx_hook && s->tx_len >= s->trailer)
+			v = s->tx_hook(s->hook_ctx, now, buf, s->tx_len - s->trailer);
+		if (v == SIM_IO_FAIL)
+			return -EPROTO;
+		if (v == SIM_IO_DROP)
+			continue;
+		if (v == SIM_IO_HOLD && !s->held_len && s->tx_len <= sizeof(s->held)) {
+			memcpy(s->held, buf, s->tx_len);
+			s->held_len = s->tx_len;
+			s->held_dst = s->tx_dst;
+			continue;
+		}
+		break; /* with one held already, a second goes now */
+	}
 	info->dst = s->tx_dst;
 	info->meta = now; /* the PSP IV: transmit time */
 	return (int)s->tx_len;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The RDMA-over-Falcon ULP (rdma.h) in the deterministic simulator: two hosts, each a
- * txn engine + MR table + RDMA layer + memory, joined by sim links.
+ * node (daemon/node.h: txn engine + MR table + RDMA layer, the simulated ICV as its
+ * encapsulation) and memory, joined by sim links through the node's sim backend
+ * (sim_io.h), whose hooks let a scenario watch, drop and hold packets.
  *
  * Part 1, scenarios: the example flows of Falcon spec 6.6.1 - 6.6.5, each driven at the
  * RDMA level (a WR posted, a completion polled) with the packet-level event the flow
@@ -36,14 +38,16 @@
 #define RM_MEM_BYTES (4u << 20)
 #include "rdma_model.h"
 
+#include "node.h"
 #include "rdma.h"
 #include "sim.h"
+#include "sim_icv.h"
+#include "sim_io.h"
 #include "wire_falcon.h"
 #include "wire_rdma.h"
 
 #define PMTU 4096
 #define TMTU (PMTU + 128)
-#define TRAILER 8
 #define US 1000ull
 #define MS 1000000ull
 #define SEC 1000000000ull
@@ -69,9 +73,10 @@ struct mrq { /* the model's receive queue of one QP */
 
 struct node {
 	int id;
-	struct fc_txn_engine *e;
+	struct sim_node sn;     /* the sim endpoint: sn.node is this host's node */
 	struct fc_mr_table *mrs;
 	struct fc_rdma *d;
+	uint32_t peer;          /* the other host, as this node's peer */
 	uint8_t *mem;
 	uint32_t mem_len;
 	struct rm_node *m;
@@ -81,8 +86,6 @@ struct node {
 	struct mrq mrq[NPAIR];
 	uint32_t rand_state;
 	hook_fn tx_hook, rx_hook;
-	uint8_t held[SIM_PKT_MAX_BYTES];
-	uint32_t held_len;
 	int violation;
 	char why[256];
 	int count; /* scenario scratch */
@@ -111,106 +114,36 @@ static void log_evt(uint64_t t, struct node *n, int dir, int dropped, const stru
 				     .rrbpsn = f->rrbpsn, .rdbpsn = f->rdbpsn };
 }
 
-static uint64_t trailer(const uint8_t *b, uint32_t len)
+/* The node's edge (sim_io hooks): every packet sent and every intact packet received is
+ * decoded, logged and shown to the scenario's hooks (drop, hold). A packet of ours that
+ * does not decode is a violation. */
+static int edge(struct node *n, uint64_t now, const uint8_t *pkt, uint32_t len, int dir)
 {
-	return sim_fnv1a(SIM_FNV_OFFSET, b, len);
-}
-
-static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t len,
-			const struct sim_pkt_info *info)
-{
-	struct node *n = ctx;
 	struct fc_falcon_pkt f;
-	uint64_t t;
-	int rc;
+	hook_fn hook = dir ? n->rx_hook : n->tx_hook;
+	int v;
 
-	if (len < TRAILER)
-		return 0;
-	memcpy(&t, data + len - TRAILER, TRAILER);
-	if (t != trailer(data, len - TRAILER))
-		return 0; /* stands in for the PSP ICV check */
-	len -= TRAILER;
-	if (fc_falcon_decode(data, len, &f) < 0) {
-		fail(n, "an intact packet did not decode", len, 0);
-		return -EPROTO;
+	if (fc_falcon_decode(pkt, len, &f) < 0) {
+		fail(n, dir ? "an intact packet did not decode" : "sent a packet that does not decode",
+		     len, 0);
+		return SIM_IO_FAIL;
 	}
-	if (n->rx_hook && n->rx_hook(n, &f) == 1) {
-		log_evt(now, n, 1, 1, &f);
-		return 0;
-	}
-	log_evt(now, n, 1, 0, &f);
-	rc = fc_rdma_rx(n->d, data, len, info->meta, now);
-	if (rc < 0)
-		fail(n, "fc_rdma_rx", (uint64_t)-rc, 0);
-	return n->violation ? -EPROTO : 0;
+	v = hook ? hook(n, &f) : 0;
+	if (dir && v == 2)
+		v = 0; /* holding is for the sending side */
+	log_evt(now, n, dir, v == 1, &f);
+	return v == 1 ? SIM_IO_DROP : v == 2 ? SIM_IO_HOLD : SIM_IO_PASS;
 }
 
-static uint64_t ep_next_deadline(void *ctx)
+static int edge_tx(void *ctx, uint64_t now, const uint8_t *pkt, uint32_t len)
 {
-	struct node *n = ctx;
-
-	return fc_rdma_next_deadline(n->d);
+	return edge(ctx, now, pkt, len, 0);
 }
 
-static int ep_on_timer(void *ctx, uint64_t now)
+static int edge_rx(void *ctx, uint64_t now, const uint8_t *pkt, uint32_t len)
 {
-	struct node *n = ctx;
-
-	fc_rdma_on_timer(n->d, now);
-	return n->violation ? -EPROTO : 0;
+	return edge(ctx, now, pkt, len, 1);
 }
-
-static int emit(uint8_t *buf, uint32_t len, uint64_t now, struct sim_pkt_info *info)
-{
-	uint64_t t = trailer(buf, len);
-
-	memcpy(buf + len, &t, TRAILER);
-	info->meta = now; /* the PSP IV: transmit time */
-	return (int)(len + TRAILER);
-}
-
-static int ep_poll_tx(void *ctx, uint64_t now, uint8_t *buf, uint32_t cap,
-		      struct sim_pkt_info *info)
-{
-	struct node *n = ctx;
-	struct fc_falcon_pkt f;
-
-	for (;;) {
-		int len = fc_rdma_poll_tx(n->d, now, buf, cap - TRAILER, NULL), v;
-
-		if (len < 0) {
-			fail(n, "poll_tx", (uint64_t)-len, 0);
-			return len;
-		}
-		if (!len) {
-			if (!n->held_len)
-				return 0;
-			memcpy(buf, n->held, n->held_len); /* a held packet goes after the others */
-			len = (int)n->held_len;
-			n->held_len = 0;
-			return emit(buf, (uint32_t)len, now, info);
-		}
-		if (fc_falcon_decode(buf, (uint32_t)len, &f) < 0) {
-			fail(n, "sent a packet that does not decode", (uint64_t)len, 0);
-			return -EPROTO;
-		}
-		v = n->tx_hook ? n->tx_hook(n, &f) : 0;
-		log_evt(now, n, 0, v == 1, &f);
-		if (v == 1)
-			continue;
-		if (v == 2 && !n->held_len) {
-			memcpy(n->held, buf, (size_t)len);
-			n->held_len = (uint32_t)len;
-			continue;
-		}
-		return emit(buf, (uint32_t)len, now, info); /* a held one goes next time */
-	}
-}
-
-static const struct sim_endpoint_ops ep_ops = {
-	.on_packet = ep_on_packet, .next_deadline = ep_next_deadline, .on_timer = ep_on_timer,
-	.poll_tx = ep_poll_tx,
-};
 
 static uint32_t key_rand(void *ctx)
 {
@@ -224,47 +157,74 @@ struct node_cfg {
 	uint32_t mem_len, pending_resp, pull_defer_max;
 };
 
-static int node_init(struct node *n, int id, const struct node_cfg *nc)
+/* Host id as sim endpoint id of w. */
+static int node_init(struct node *n, int id, const struct node_cfg *nc, struct sim_world *w)
 {
-	struct fc_txn_engine_cfg ec;
-	struct fc_rdma_cfg rc;
+	struct fc_node_cfg cfg;
+	struct fc_peer_addr pa;
 
 	n->id = id;
 	n->rand_state = 0x1234u + (uint32_t)id;
-	fc_txn_engine_cfg_default(&ec);
-	ec.mtu_bytes = TMTU;
-	ec.txn_timeout_ns = 600 * SEC;
-	ec.cap[FC_TXN_REQ_BUF_RX] = ec.cap[FC_TXN_NET_BUF_RX] = 32768;
-	ec.cap[FC_TXN_REQ_PKT_RX] = ec.cap[FC_TXN_NET_PKT_RX] = 2048;
-	ec.cap[FC_TXN_REQ_BUF_TX] = ec.cap[FC_TXN_DATA_BUF_TX] = 32768;
-	n->e = fc_txn_engine_new(&ec);
-	n->mrs = fc_mr_table_new(32, 4, key_rand, n);
-	fc_rdma_cfg_default(&rc);
-	rc.mtu_bytes = PMTU;
-	rc.max_msg_bytes = 1u << 20;
-	rc.pending_resp = nc->pending_resp;
-	rc.pull_defer_max = nc->pull_defer_max;
-	rc.max_conns = NPAIR + 1;
-	if (!n->e || !n->mrs)
-		return -ENOMEM;
-	n->d = fc_rdma_new(&rc, n->e, n->mrs);
+	fc_node_cfg_default(&cfg);
+	cfg.txn.mtu_bytes = TMTU;
+	cfg.txn.txn_timeout_ns = 600 * SEC;
+	cfg.txn.cap[FC_TXN_REQ_BUF_RX] = cfg.txn.cap[FC_TXN_NET_BUF_RX] = 32768;
+	cfg.txn.cap[FC_TXN_REQ_PKT_RX] = cfg.txn.cap[FC_TXN_NET_PKT_RX] = 2048;
+	cfg.txn.cap[FC_TXN_REQ_BUF_TX] = cfg.txn.cap[FC_TXN_DATA_BUF_TX] = 32768;
+	cfg.rdma.mtu_bytes = PMTU;
+	cfg.rdma.max_msg_bytes = 1u << 20;
+	cfg.rdma.pending_resp = nc->pending_resp;
+	cfg.rdma.pull_defer_max = nc->pull_defer_max;
+	cfg.rdma.max_conns = NPAIR + 1;
+	cfg.mr_cap = 32;
+	cfg.pd_cap = 4;
+	cfg.rand = key_rand;
+	cfg.rand_ctx = n;
+	cfg.max_peers = 1;
+	cfg.io = &sim_io_ops;
+	cfg.io_ctx = &n->sn;
+	cfg.encap = &sim_icv_encap;
+	n->sn.node = fc_node_new(&cfg);
+	if (!n->sn.node)
+		return -errno;
+	n->sn.tx_hook = edge_tx;
+	n->sn.rx_hook = edge_rx;
+	n->sn.hook_ctx = n;
+	n->sn.stop = &n->violation;
+	n->sn.trailer = SIM_ICV_LEN;
+	n->d = fc_node_rdma(n->sn.node);
+	n->mrs = fc_node_mrs(n->sn.node);
 	n->mem_len = nc->mem_len;
 	n->mem = calloc(1, nc->mem_len);
-	if (!n->d || !n->mem)
+	if (!n->mem)
 		return -ENOMEM;
-	if (fc_pd_alloc(n->mrs, &n->pd) || fc_pd_alloc(n->mrs, &n->pd2) ||
-	    fc_rdma_cq_create(n->d, 4096, &n->scq) || fc_rdma_cq_create(n->d, 4096, &n->rcq))
+	sim_peer_addr((uint32_t)(1 - id), &pa);
+	if (fc_node_peer_add(n->sn.node, &pa, &n->peer) || fc_pd_alloc(n->mrs, &n->pd) ||
+	    fc_pd_alloc(n->mrs, &n->pd2) || fc_rdma_cq_create(n->d, 4096, &n->scq) ||
+	    fc_rdma_cq_create(n->d, 4096, &n->rcq))
 		return -EINVAL;
-	return 0;
+	return sim_world_add_endpoint(w, &sim_node_ep_ops, &n->sn) == id ? 0 : -EINVAL;
+}
+
+/* What the node counted as wrong on receipt: none of it may happen between two of our
+ * hosts (a corrupted packet fails the ICV check and is not counted here). */
+static int node_rx_clean(struct node *n)
+{
+	const struct fc_node_counters *c = fc_node_counters(n->sn.node);
+
+	if (c->rx_short || c->rx_unknown_cid || c->rx_peer_mismatch || c->rx_engine_err) {
+		fail(n, "node rx errors (short+unknown CID+peer, engine)",
+		     c->rx_short + c->rx_unknown_cid + c->rx_peer_mismatch, c->rx_engine_err);
+		return 0;
+	}
+	return 1;
 }
 
 static void node_fini(struct node *n)
 {
-	fc_rdma_free(n->d);
-	fc_txn_engine_free(n->e);
-	fc_mr_table_free(n->mrs);
+	fc_node_free(n->sn.node);
 	free(n->mem);
-	memset(n, 0, offsetof(struct node, held));
+	memset(n, 0, offsetof(struct node, violation));
 }
 
 struct conn_opts {
@@ -275,14 +235,20 @@ struct conn_opts {
 	uint32_t limit_req_pkt_tx, limit_data_pkt_tx;
 };
 
+/* Connect the hosts as a CM does: both reserve a CID, then each end opens with the
+ * other's. */
 static int conn_pair(struct node *n, int idx, const struct conn_opts *o)
 {
+	uint32_t cid[2];
+
+	for (int h = 0; h < 2; h++)
+		if (fc_node_cid_reserve(n[h].sn.node, n[h].peer, &cid[h]))
+			return -EINVAL;
 	for (int h = 0; h < 2; h++) {
 		struct fc_txn_conn_cfg c;
 
 		fc_txn_conn_cfg_default(&c);
-		c.pdl.local_cid = (uint32_t)(h ? 200 : 100) + (uint32_t)idx;
-		c.pdl.remote_cid = (uint32_t)(h ? 100 : 200) + (uint32_t)idx;
+		c.pdl.remote_cid = cid[1 - h];
 		c.pdl.ordered = o->ordered;
 		c.pdl.max_retx = 100;
 		c.pdl.rto_ns = o->rto_ns;
@@ -293,7 +259,7 @@ static int conn_pair(struct node *n, int idx, const struct conn_opts *o)
 		c.rsn_tx = c.rsn_rx = o->rsn0;
 		c.limit[FC_TXN_REQ_PKT_TX] = o->limit_req_pkt_tx;
 		c.limit[FC_TXN_DATA_PKT_TX] = o->limit_data_pkt_tx;
-		n[h].conn[idx] = fc_rdma_conn_open(n[h].d, &c);
+		n[h].conn[idx] = fc_node_conn_open(n[h].sn.node, cid[h], &c);
 		if (!n[h].conn[idx])
 			return -errno;
 	}
@@ -346,7 +312,7 @@ static int run_idle(struct sim_world *w, struct node *n, uint64_t limit_ns)
 	struct sim_run_result res;
 
 	sim_world_run(w, sim_world_now(w) + limit_ns, 200000000ull, &res);
-	if (n[0].violation || n[1].violation)
+	if (n[0].violation || n[1].violation || !node_rx_clean(&n[0]) || !node_rx_clean(&n[1]))
 		return 1;
 	if (res.stop != SIM_STOP_IDLE) {
 		fail(&n[0], "run did not finish", res.stop, (uint64_t)res.err);
@@ -403,7 +369,7 @@ static int scen_setup(struct conn_opts *o, uint32_t pending_resp, uint8_t rnr_ti
 	if (!S.w)
 		return -ENOMEM;
 	for (int h = 0; h < 2; h++) {
-		if (node_init(&S.n[h], h, &nc) || sim_world_add_endpoint(S.w, &ep_ops, &S.n[h]) != h)
+		if (node_init(&S.n[h], h, &nc, S.w))
 			return -EINVAL;
 		if (fc_mr_reg(S.n[h].mrs, S.n[h].pd, S.n[h].mem, 0x10000000, nc.mem_len,
 			      FC_MR_ACCESS_ALL, &S.k[h]))
@@ -1516,7 +1482,7 @@ static int seed_setup(uint64_t seed)
 	for (int h = 0; h < 2; h++) {
 		P.n[h].m = MODEL[h];
 		rm_init(MODEL[h], PMTU);
-		if (node_init(&P.n[h], h, &nc) || sim_world_add_endpoint(P.w, &ep_ops, &P.n[h]) != h)
+		if (node_init(&P.n[h], h, &nc, P.w))
 			return -EINVAL;
 		P.n[h].m = MODEL[h];
 		for (uint32_t i = 0; i < RM_MEM_BYTES; i++) /* both start equal */

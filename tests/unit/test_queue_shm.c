@@ -4,7 +4,8 @@
  * attach checks, WRs from a ring checked like posted ones (a bad one completes in error,
  * in SQ order), a hostile producer index, a full CQ ring as a CQ overflow; and two
  * processes: a forked client posts WRITEs, SENDs and RECVs into rings in a shared memfd
- * and polls its completions there while this process runs two engines joined in memory.
+ * and polls its completions there while this process runs two nodes joined in memory
+ * (tests/node_pair.h's in-memory backend).
  * Every wr_id completes exactly once and in order, every byte is checked.
  */
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <cmocka.h>
 
 #include "falcon/queue.h"
+#include "node_pair.h"
 #include "rdma.h"
 #include "wire_falcon.h"
 #include "wire_rdma.h"
@@ -31,7 +33,6 @@
 #define TMTU (PMTU + 128)
 #define IOVA 0x40000000ull
 #define US 1000ull
-#define BUFCAP (TMTU + FC_FALCON_HDR_MAX + 64)
 #define RING 256u          /* entries of every ring, and the engine's SQ/RQ depth */
 #define NSLOT 1024u        /* data slots per region */
 #define SLOT 64u
@@ -43,7 +44,9 @@ struct shm_layout {
 };
 
 struct host {
-	struct fc_txn_engine *e;
+	struct fc_node *n;
+	struct np_memio io;      /* frames sent to this host */
+	uint32_t peer;
 	struct fc_mr_table *mrs;
 	struct fc_rdma *d;
 	uint32_t pd, scq, rcq, qp;
@@ -85,61 +88,68 @@ static void layout(void)
 	L.total = L.rcv + NSLOT * SLOT;
 }
 
-/* Deliver every packet at once, fire timers when idle; until quiet or `steps`. */
+/* Deliver every packet at once, fire timers when idle; until quiet or `steps`. The
+ * nodes may count nothing wrong. */
 static void pump(int steps)
 {
-	uint8_t buf[BUFCAP];
-
 	for (int s = 0; s < steps; s++) {
-		int moved = 0;
+		unsigned moved = 0;
 
 		now += US;
-		for (int h = 0; h < 2; h++) {
-			int n;
-
-			while ((n = fc_rdma_poll_tx(HS[h].d, now, buf, sizeof(buf), NULL)) > 0) {
-				fc_rdma_rx(HS[1 - h].d, buf, (size_t)n, now, now);
-				moved = 1;
-			}
-			assert_true(n == 0);
-		}
 		for (int h = 0; h < 2; h++)
-			if (fc_rdma_next_deadline(HS[h].d) <= now) {
-				fc_rdma_on_timer(HS[h].d, now);
-				moved = 1;
+			moved += fc_node_poll_tx(HS[h].n, now, FC_NODE_BATCH_MAX);
+		for (int h = 0; h < 2; h++)
+			if (HS[h].io.nin) {
+				moved++;
+				np_memio_deliver(&HS[h].io, HS[h].n, now);
+			}
+		for (int h = 0; h < 2; h++)
+			if (fc_node_next_deadline(HS[h].n) <= now) {
+				fc_node_on_timer(HS[h].n, now);
+				moved++;
 			}
 		if (!moved) {
-			uint64_t t = fc_rdma_next_deadline(A->d);
+			uint64_t t = fc_node_next_deadline(A->n);
 
-			if (fc_rdma_next_deadline(B->d) < t)
-				t = fc_rdma_next_deadline(B->d);
+			if (fc_node_next_deadline(B->n) < t)
+				t = fc_node_next_deadline(B->n);
 			if (t == UINT64_MAX)
-				return;
+				break;
 			if (t > now)
 				now = t - US;
 		}
+	}
+	for (int h = 0; h < 2; h++) {
+		const struct fc_node_counters *c = fc_node_counters(HS[h].n);
+
+		assert_int_equal(c->rx_short + c->rx_encap_err + c->rx_unknown_cid +
+				 c->rx_peer_mismatch + c->rx_engine_err, 0);
+		assert_int_equal(c->tx_encap_err + c->tx_io_drop, 0);
 	}
 }
 
 static void host_init(struct host *h, int id)
 {
-	struct fc_txn_engine_cfg ec;
-	struct fc_rdma_cfg rc;
-	struct fc_txn_conn_cfg c;
+	struct fc_node_cfg cfg;
 
 	memset(h, 0, sizeof(*h));
 	h->rand_state = 91u + (uint32_t)id;
-	fc_txn_engine_cfg_default(&ec);
-	ec.mtu_bytes = TMTU;
-	h->e = fc_txn_engine_new(&ec);
-	h->mrs = fc_mr_table_new(16, 4, key_rand, h);
-	fc_rdma_cfg_default(&rc);
-	rc.mtu_bytes = PMTU;
-	rc.max_msg_bytes = 64 * 1024;
-	h->d = fc_rdma_new(&rc, h->e, h->mrs);
-	assert_non_null(h->e);
-	assert_non_null(h->mrs);
-	assert_non_null(h->d);
+	assert_int_equal(np_memio_init(&h->io, &HS[1 - id].io, (uint8_t)id), 0);
+	fc_node_cfg_default(&cfg);
+	cfg.txn.mtu_bytes = TMTU;
+	cfg.rdma.mtu_bytes = PMTU;
+	cfg.rdma.max_msg_bytes = 64 * 1024;
+	cfg.mr_cap = 16;
+	cfg.pd_cap = 4;
+	cfg.rand = key_rand;
+	cfg.rand_ctx = h;
+	cfg.max_peers = 1;
+	cfg.io = &np_memio_ops;
+	cfg.io_ctx = &h->io;
+	h->n = fc_node_new(&cfg);
+	assert_non_null(h->n);
+	h->d = fc_node_rdma(h->n);
+	h->mrs = fc_node_mrs(h->n);
 	assert_int_equal(fc_pd_alloc(h->mrs, &h->pd), 0);
 	/* A: the source slots; B: the WRITE and RECV slots (both regions of the memfd) */
 	if (!id)
@@ -150,12 +160,26 @@ static void host_init(struct host *h, int id)
 					   FC_MR_ACCESS_ALL, &h->k), 0);
 	assert_int_equal(fc_rdma_cq_create(h->d, RING, &h->scq), 0);
 	assert_int_equal(fc_rdma_cq_create(h->d, RING, &h->rcq), 0);
-	fc_txn_conn_cfg_default(&c);
-	c.pdl.local_cid = id ? 20 : 10;
-	c.pdl.remote_cid = id ? 10 : 20;
-	c.pdl.ordered = 1;
-	h->conn = fc_rdma_conn_open(h->d, &c);
-	assert_non_null(h->conn);
+}
+
+/* The ordered connection between A and B, as a CM opens it. */
+static void connect_hosts(void)
+{
+	uint32_t cid[2];
+
+	for (int h = 0; h < 2; h++)
+		assert_int_equal(fc_node_peer_add(HS[h].n, &HS[1 - h].io.self, &HS[h].peer), 0);
+	for (int h = 0; h < 2; h++)
+		assert_int_equal(fc_node_cid_reserve(HS[h].n, HS[h].peer, &cid[h]), 0);
+	for (int h = 0; h < 2; h++) {
+		struct fc_txn_conn_cfg c;
+
+		fc_txn_conn_cfg_default(&c);
+		c.pdl.remote_cid = cid[1 - h];
+		c.pdl.ordered = 1;
+		HS[h].conn = fc_node_conn_open(HS[h].n, cid[h], &c);
+		assert_non_null(HS[h].conn);
+	}
 }
 
 static void qp_up(struct host *h, uint32_t remote)
@@ -202,6 +226,7 @@ static int setup(void **state)
 	now = 1000;
 	host_init(A, 0);
 	host_init(B, 1);
+	connect_hosts();
 	qp_up(A, UINT32_MAX);
 	qp_up(B, UINT32_MAX);
 	{
@@ -236,9 +261,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	for (int i = 0; i < 2; i++) {
-		fc_rdma_free(HS[i].d);
-		fc_txn_engine_free(HS[i].e);
-		fc_mr_table_free(HS[i].mrs);
+		fc_node_free(HS[i].n);
+		np_memio_fini(&HS[i].io);
 	}
 	munmap(shm, L.total);
 	return 0;
