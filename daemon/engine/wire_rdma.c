@@ -3,6 +3,7 @@
  * wire_rdma.c - RDMA-over-Falcon header codec (RDMA spec section 8). See wire_rdma.h.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "wire_rdma.h"
@@ -25,6 +26,21 @@ static const struct {
 	{ FC_ETH_IETH, sizeof(struct fc_ieth) },
 };
 #define ETH_COUNT (sizeof(eth_order) / sizeof(eth_order[0]))
+
+/* The same lengths by bit number, for sums (no order needed). */
+static const uint8_t eth_len_by_bit[] = {
+	[0] = sizeof(struct fc_xrceth), [1] = sizeof(struct fc_reth),
+	[2] = sizeof(struct fc_deth), [3] = sizeof(struct fc_seth),
+	[4] = sizeof(struct fc_oeth), [5] = sizeof(struct fc_immdt),
+	[6] = sizeof(struct fc_ieth), [7] = sizeof(struct fc_atomic_eth),
+	[8] = sizeof(struct fc_masked_atomic_eth), [9] = sizeof(struct fc_atomic_ack_eth),
+	[10] = sizeof(struct fc_steth),
+};
+_Static_assert(FC_ETH_XRCETH == 1u << 0 && FC_ETH_RETH == 1u << 1 && FC_ETH_DETH == 1u << 2 &&
+	       FC_ETH_SETH == 1u << 3 && FC_ETH_OETH == 1u << 4 && FC_ETH_IMMDT == 1u << 5 &&
+	       FC_ETH_IETH == 1u << 6 && FC_ETH_ATOMIC == 1u << 7 &&
+	       FC_ETH_MASKED_ATOMIC == 1u << 8 && FC_ETH_ATOMIC_ACK == 1u << 9 &&
+	       FC_ETH_STETH == 1u << 10, "eth_len_by_bit follows the FC_ETH_ bits");
 
 /* ------------------------------------------------------------------------ */
 /* Unaligned big-endian access                                               */
@@ -70,13 +86,11 @@ int fc_rdma_hdr_len(uint8_t opcode)
 {
 	uint32_t eths = fc_rdma_opcode_eths(opcode);
 	int len = sizeof(struct fc_rbth);
-	size_t i;
 
 	if (!eths)
 		return -FC_WIRE_ETYPE;
-	for (i = 0; i < ETH_COUNT; i++)
-		if (eths & eth_order[i].eth)
-			len += eth_order[i].len;
+	for (uint32_t m = eths; m; m &= m - 1) /* the opcode table holds known bits only */
+		len += eth_len_by_bit[__builtin_ctz(m) % (sizeof(eth_len_by_bit))];
 	return len;
 }
 
@@ -222,54 +236,64 @@ static void decode_eth(uint32_t eth, const uint8_t *p, struct fc_rdma_hdrs *h)
 	}
 }
 
-/* The length rules of wire_rdma.h on a packet whose headers are decoded into h and
- * which has rest bytes after them. Returns 0 or -FC_WIRE_ELEN. */
-static int check_lengths(const struct fc_rdma_hdrs *h, size_t len, size_t rest)
+/* The length rules of wire_rdma.h, from the raw bytes of a packet of len bytes whose
+ * headers (eths, hdr_len bytes) are known to be there. Returns 0 or -FC_WIRE_ELEN. */
+static int check_lengths(const uint8_t *p, size_t len, uint32_t eths, size_t hdr_len)
 {
+	size_t rest = len - hdr_len, pad = FC_GET(p[1], FC_RBTH_PAD);
+
 	if (len % 4)
 		return -FC_WIRE_ELEN; /* spec 8.2: pad aligns to 4 bytes */
-	if (h->pad > rest)
+	if (pad > rest)
 		return -FC_WIRE_ELEN;
-	if (rest && !fc_rdma_opcode_has_payload(h->opcode))
+	if (rest && !fc_rdma_opcode_has_payload(p[0]))
 		return -FC_WIRE_ELEN;
-	if (reth_len_is_payload_len(h->opcode) && h->reth.len != rest - h->pad)
-		return -FC_WIRE_ELEN; /* spec 8.3.1 */
+	if (reth_len_is_payload_len(p[0])) { /* spec 8.3.1; RETH after an XRCETH, len last */
+		size_t reth = sizeof(struct fc_rbth) +
+			      (eths & FC_ETH_XRCETH ? sizeof(struct fc_xrceth) : 0);
+
+		if (get32(p + reth + offsetof(struct fc_reth, len)) != rest - pad)
+			return -FC_WIRE_ELEN;
+	}
 	return 0;
 }
 
 int fc_rdma_decode(const void *buf, size_t len, int falcon_type, struct fc_rdma_hdrs *out)
 {
 	const uint8_t *p = buf;
-	struct fc_rdma_hdrs h = { 0 };
+	uint32_t eths;
 	int hdr_len, err;
-	size_t i, off;
+	size_t i = 0, off;
 
 	if (len < sizeof(struct fc_rbth))
 		return -FC_WIRE_ETRUNC;
 	if (FC_GET(p[1], FC_RBTH_VER) != FC_RDMA_VERSION)
 		return -FC_WIRE_EVERSION;
-	decode_rbth(p, &h);
-	h.eths = fc_rdma_opcode_eths(h.opcode);
-	if (!h.eths)
+	eths = fc_rdma_opcode_eths(p[0]);
+	if (!eths)
 		return -FC_WIRE_ETYPE;
-	if (falcon_type >= 0 && fc_rdma_opcode_falcon_type(h.opcode) != (uint32_t)falcon_type)
+	if (falcon_type >= 0 && fc_rdma_opcode_falcon_type(p[0]) != (uint32_t)falcon_type)
 		return -FC_WIRE_ETYPE;
-	hdr_len = fc_rdma_hdr_len(h.opcode);
+	hdr_len = fc_rdma_hdr_len(p[0]);
 	if (len < (size_t)hdr_len)
 		return -FC_WIRE_ETRUNC;
-	off = sizeof(struct fc_rbth);
-	for (i = 0; i < ETH_COUNT; i++) {
-		if (!(h.eths & eth_order[i].eth))
-			continue;
-		decode_eth(eth_order[i].eth, p + off, &h);
-		off += eth_order[i].len;
-	}
-	err = check_lengths(&h, len, len - off);
+	err = check_lengths(p, len, eths, (size_t)hdr_len);
 	if (err)
 		return err;
-	h.payload = p + off;
-	h.payload_len = len - off - h.pad;
-	*out = h;
+	/* valid: only now is *out written, in place */
+	memset(out, 0, sizeof(*out));
+	decode_rbth(p, out);
+	out->eths = eths;
+	off = sizeof(struct fc_rbth);
+	for (uint32_t left = eths; left && i < ETH_COUNT; i++) { /* wire order */
+		if (!(left & eth_order[i].eth))
+			continue;
+		left &= ~eth_order[i].eth;
+		decode_eth(eth_order[i].eth, p + off, out);
+		off += eth_order[i].len;
+	}
+	out->payload = p + off;
+	out->payload_len = len - off - out->pad;
 	return hdr_len;
 }
 
@@ -362,7 +386,7 @@ int fc_rdma_encode(const struct fc_rdma_hdrs *h, const void *payload, size_t pay
 {
 	uint8_t *p = buf, pad = (4 - payload_len % 4) % 4;
 	uint32_t eths = fc_rdma_opcode_eths(h->opcode);
-	size_t i, off, hdr_len;
+	size_t i = 0, off, hdr_len;
 	int err;
 
 	err = check_encode(h, payload, payload_len);
@@ -378,9 +402,10 @@ int fc_rdma_encode(const struct fc_rdma_hdrs *h, const void *payload, size_t pay
 	memset(p + hdr_len + payload_len, 0, pad);
 	encode_rbth(h, pad, p);
 	off = sizeof(struct fc_rbth);
-	for (i = 0; i < ETH_COUNT; i++) {
-		if (!(eths & eth_order[i].eth))
+	for (uint32_t left = eths; left && i < ETH_COUNT; i++) { /* wire order */
+		if (!(left & eth_order[i].eth))
 			continue;
+		left &= ~eth_order[i].eth;
 		encode_eth(eth_order[i].eth, h, p + off);
 		off += eth_order[i].len;
 	}
