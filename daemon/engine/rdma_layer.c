@@ -71,9 +71,16 @@ struct fc_txn *fc_rdma_conn_open(struct fc_rdma *d, const struct fc_txn_conn_cfg
 		errno = EINVAL;
 		return NULL;
 	}
-	for (uint32_t i = 0; i < d->cfg.max_conns && !c; i++)
-		if (!d->conn[i].used)
-			c = &d->conn[i];
+	/* from the slot after the last one taken: opening N connections in a row is O(N),
+	 * not O(N^2) (CM path, but 65,536 of them must not take minutes) */
+	for (uint32_t i = 0; i < d->cfg.max_conns && !c; i++) {
+		uint32_t k = (d->conn_hint + i) % d->cfg.max_conns;
+
+		if (!d->conn[k].used) {
+			c = &d->conn[k];
+			d->conn_hint = k + 1;
+		}
+	}
 	if (!c) {
 		errno = ENOSPC;
 		return NULL;

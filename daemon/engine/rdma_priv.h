@@ -207,6 +207,7 @@ struct fc_rdma {
 	struct srq *srq;
 	struct ah *ah;
 	struct conn *conn;
+	uint32_t conn_hint;       /* where fc_rdma_conn_open looks for a free slot first */
 	struct pend *pend;
 	uint64_t pend_seq;
 	uint32_t pend_used;
