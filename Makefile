@@ -59,7 +59,7 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 
 # node: one Falcon endpoint, the engine behind an I/O backend (daemon/node.c), shared by
 # falcond, the simulator tests and the benchmarks
-NODE_SRCS := daemon/node.c daemon/io_udp.c
+NODE_SRCS := daemon/node.c daemon/io_udp.c daemon/fault.c
 NODE_OBJS := $(NODE_SRCS:%.c=$(BUILD)/%.o)
 NODE_LIB := $(BUILD)/libfcnode.a
 
@@ -125,6 +125,10 @@ $(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_L
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/sim $< $(SIM_OBJS) -o $@ $(ENGINE_LIB) \
 		$(ALL_LDFLAGS) $(SIM_LIBS)
 
+# the daemon, the client library, falconctl, examples (daemon/daemon.mk)
+PREFIX ?= /usr/local
+include daemon/daemon.mk
+
 # benchmarks (bench/bench.mk): the congestion-control benchmark runs in the simulator
 BENCH_BINS :=
 include bench/bench.mk
@@ -151,9 +155,9 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo install all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
-all: $(ENGINE_LIB) $(NODE_LIB) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
+all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
 deps:
 	@missing=""; \
@@ -177,8 +181,14 @@ test: deps
 		--suite sim $(SIM_BINS) \
 		--suite sim-xdp --args "--xdp" $(BUILD)/tests/sim/test_pdl_sim \
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
+		--suite e2e tests/e2e/test_loopback.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+
+# make demo: two falcond on 127.0.0.1 and a client through every operation (no root)
+demo: deps
+	@$(MAKE) --no-print-directory $(FALCOND) $(FALCONCTL) $(BUILD)/examples/demo
+	@BUILD=$(BUILD) scripts/demo.sh
 
 test-unit: all
 	@tests/run-tests.sh --suite unit $(UNIT_BINS)

@@ -23,8 +23,10 @@ struct fc_io_udp {
 	struct iovec iov[BATCH];
 	struct sockaddr_storage name[BATCH];
 	uint8_t cmsg[BATCH][CMSG_ROOM];
-	struct fc_frame rxf[BATCH];
+	struct fc_frame rxf[2 * BATCH]; /* room for what an rx filter adds */
 	struct fc_peer_addr from[BATCH];
+	fc_io_udp_rx_filter_fn filter;
+	void *filter_ctx;
 	struct fc_io_udp_stats st;
 };
 
@@ -238,6 +240,12 @@ static void read_cmsgs(struct msghdr *h, struct fc_rx_meta *m)
 	}
 }
 
+void fc_io_udp_set_rx_filter(struct fc_io_udp *io, fc_io_udp_rx_filter_fn fn, void *ctx)
+{
+	io->filter = fn;
+	io->filter_ctx = ctx;
+}
+
 int fc_io_udp_rx(struct fc_io_udp *io, struct fc_node *node, uint64_t now, unsigned max)
 {
 	unsigned total = 0;
@@ -284,6 +292,8 @@ int fc_io_udp_rx(struct fc_io_udp *io, struct fc_node *node, uint64_t now, unsig
 			read_cmsgs(h, &f->meta);
 			nf++;
 		}
+		if (io->filter)
+			nf = io->filter(io->filter_ctx, io->rxf, nf, 2 * BATCH);
 		if (nf)
 			fc_node_rx_batch(node, io->rxf, nf);
 		total += (unsigned)rc;

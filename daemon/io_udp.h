@@ -46,6 +46,13 @@ const struct fc_io_udp_stats *fc_io_udp_stats(const struct fc_io_udp *io);
 /* A node peer address from a socket address. Returns 0 or -EINVAL (family, length). */
 int fc_io_udp_peer_addr(const struct sockaddr *sa, socklen_t len, struct fc_peer_addr *out);
 
+/* A step between the socket and the node for every received batch (falcond's fault
+ * injection, fault.h): it may drop, repeat, reorder or change frames in f[0..n) and
+ * returns the new count, at most cap. NULL removes it. */
+typedef unsigned (*fc_io_udp_rx_filter_fn)(void *ctx, struct fc_frame *f, unsigned n,
+					   unsigned cap);
+void fc_io_udp_set_rx_filter(struct fc_io_udp *io, fc_io_udp_rx_filter_fn fn, void *ctx);
+
 /* Receive what the socket holds, up to max datagrams (in batches of FC_NODE_BATCH_MAX),
  * and hand it to node at now_ns. Returns the number of datagrams received (0: none
  * waiting) or -errno from recvmmsg other than EAGAIN (counted too). */

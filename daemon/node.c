@@ -154,7 +154,7 @@ int fc_node_cid_reserve(struct fc_node *n, uint32_t peer, uint32_t *cid)
 	uint32_t max = n->cfg.txn.max_conns;
 	struct conn_slot *s = NULL;
 
-	if (peer >= n->npeers || !cid)
+	if ((peer >= n->npeers && peer != FC_NODE_PEER_LATER) || !cid)
 		return -EINVAL;
 	for (uint32_t k = 0; k < max; k++) { /* CM path, not per packet */
 		struct conn_slot *x = &n->slot[(n->free_hint + k) % max];
@@ -185,6 +185,18 @@ static struct conn_slot *reserved_slot(struct fc_node *n, uint32_t cid)
 	return &n->slot[i];
 }
 
+int fc_node_cid_bind(struct fc_node *n, uint32_t cid, uint32_t peer)
+{
+	struct conn_slot *s = reserved_slot(n, cid);
+
+	if (!s)
+		return -ENOENT;
+	if (peer >= n->npeers)
+		return -EINVAL;
+	s->peer = peer;
+	return 0;
+}
+
 int fc_node_cid_release(struct fc_node *n, uint32_t cid)
 {
 	struct conn_slot *s = reserved_slot(n, cid);
@@ -200,7 +212,7 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 	struct conn_slot *s = reserved_slot(n, cid);
 	struct fc_txn *t;
 
-	if (!s || !cfg) {
+	if (!s || !cfg || s->peer == NO_PEER) {
 		errno = s ? EINVAL : ENOENT;
 		return NULL;
 	}

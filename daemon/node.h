@@ -130,12 +130,19 @@ const struct fc_peer_addr *fc_node_peer_addr(const struct fc_node *n, uint32_t p
  * times. fc_node_cid_reserve returns 0 and *cid, -EINVAL (unknown peer), -ENOSPC (every
  * slot used or reserved). */
 int fc_node_cid_reserve(struct fc_node *n, uint32_t peer, uint32_t *cid);
+/* peer FC_NODE_PEER_LATER reserves a CID before the peer's data address is known (a CM
+ * initiator learns it from the answer); fc_node_cid_bind names the peer then, before
+ * fc_node_conn_open (which refuses an unbound CID: EINVAL). Returns 0, -ENOENT (not a
+ * reserved CID), -EINVAL (unknown peer). */
+#define FC_NODE_PEER_LATER UINT32_MAX
+int fc_node_cid_bind(struct fc_node *n, uint32_t cid, uint32_t peer);
 /* Give back a reserved CID whose connection was never opened (handshake failed).
  * Returns 0 or -ENOENT (not a reserved CID). */
 int fc_node_cid_release(struct fc_node *n, uint32_t cid);
 /* Open the connection of reserved CID cid (cfg->pdl.local_cid is set to it; remote_cid
  * is the peer's). Returns the connection, or NULL and sets errno: ENOENT (cid not
- * reserved), or the errors of fc_rdma_conn_open (the CID stays reserved then). */
+ * reserved), EINVAL (no peer bound yet), or the errors of fc_rdma_conn_open (the CID
+ * stays reserved then). */
 struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_conn_cfg *cfg);
 /* Close it. Returns 0, -ENOENT (not open here), -EBUSY (a QP or AH still uses it). */
 int fc_node_conn_close(struct fc_node *n, struct fc_txn *t);

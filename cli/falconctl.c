@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * falconctl - ask a running falcond about itself (its admin socket, daemon/admin.c).
+ *
+ *   falconctl [-j] [-s SOCKET | -r RUNDIR] OBJECT COMMAND [ARG]
+ *     status | peer list | conn list | conn show ID | qp list | mr list | client list | stats
+ *
+ * The daemon answers with JSON; -j prints it as it is, otherwise it is drawn as tables
+ * (lists) and "key: value" lines (objects). Exit status: 0 done, 1 the daemon refused the
+ * command, 2 the daemon could not be reached (not running?) or answered nonsense.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define ANSWER_MAX (2u << 20)
+#define DEPTH_MAX 8
+#define COLS_MAX 32
+
+/* ---- a small JSON reader: enough for what falcond writes ---- */
+
+enum jt { J_OBJ, J_ARR, J_STR, J_LIT };
+
+struct jv {
+	enum jt t;
+	char *s;              /* J_STR / J_LIT: the text; member name in an object */
+	char *key;
+	struct jv *kid, *next;
+};
+
+static struct jv *jparse(char **p, int depth);
+
+static void skip(char **p)
+{
+	while (**p == ' ' || **p == '\n' || **p == '\t' || **p == '\r')
+		(*p)++;
+}
+
+static char *jstr(char **p)
+{
+	char *out = ++*p, *w = out; /* unescape in place */
+
+	while (**p && **p != '"') {
+		if (**p == '\\' && (*p)[1]) {
+			(*p)++;
+			if (**p == 'u') {
+				*w++ = '?';
+				*p += 4 < strlen(*p) ? 4 : strlen(*p) - 1;
+			} else {
+				*w++ = **p == 'n' ? '\n' : **p;
+			}
+			(*p)++;
+			continue;
+		}
+		*w++ = *(*p)++;
+	}
+	if (**p != '"')
+		return NULL;
+	(*p)++;
+	*w = 0;
+	return out;
+}
+
+static struct jv *jparse(char **p, int depth)
+{
+	struct jv *v = calloc(1, sizeof(*v)), **tail;
+
+	if (!v || depth > DEPTH_MAX)
+		return NULL;
+	skip(p);
+	if (**p == '{' || **p == '[') {
+		char close = **p == '{' ? '}' : ']';
+
+		v->t = **p == '{' ? J_OBJ : J_ARR;
+		(*p)++;
+		tail = &v->kid;
+		skip(p);
+		if (**p == close) {
+			(*p)++;
+			return v;
+		}
+		for (;;) {
+			char *key = NULL;
+			struct jv *k;
+
+			skip(p);
+			if (v->t == J_OBJ) {
+				if (**p != '"' || !(key = jstr(p)))
+					return NULL;
+				skip(p);
+				if (*(*p)++ != ':')
+					return NULL;
+			}
+			if (!(k = jparse(p, depth + 1)))
+				return NULL;
+			k->key = key;
+			*tail = k;
+			tail = &k->next;
+			skip(p);
+			if (**p == ',') {
+				(*p)++;
+				continue;
+			}
+			if (**p == close) {
+				(*p)++;
+				return v;
+			}
+			return NULL;
+		}
+	}
+	if (**p == '"') {
+		v->t = J_STR;
+		return (v->s = jstr(p)) ? v : NULL;
+	}
+	v->t = J_LIT;
+	{
+		const char *start = *p;
+
+		while (**p && !strchr(",}] \n\t\r", **p))
+			(*p)++;
+		if (*p == start)
+			return NULL;
+		v->s = strndup(start, (size_t)(*p - start));
+	}
+	return v->s ? v : NULL;
+}
+
+static void jfree(struct jv *v)
+{
+	while (v) {
+		struct jv *n = v->next;
+
+		jfree(v->kid);
+		if (v->t == J_LIT)
+			free(v->s); /* strings point into the answer; literals are copies */
+		free(v);
+		v = n;
+	}
+}
+
+static int scalar(const struct jv *v)
+{
+	return v->t == J_STR || v->t == J_LIT;
+}
+
+/* A list of objects as a table: columns from the first row's scalar members. */
+static void table(const struct jv *arr, int indent)
+{
+	const char *col[COLS_MAX];
+	size_t w[COLS_MAX];
+	int ncol = 0;
+
+	if (!arr->kid) {
+		printf("%*s(none)\n", indent, "");
+		return;
+	}
+	for (const struct jv *m = arr->kid->kid; m && ncol < COLS_MAX; m = m->next)
+		if (scalar(m)) {
+			col[ncol] = m->key;
+			w[ncol++] = strlen(m->key);
+		}
+	for (const struct jv *r = arr->kid; r; r = r->next)
+		for (const struct jv *m = r->kid; m; m = m->next)
+			for (int c = 0; c < ncol; c++)
+				if (scalar(m) && !strcmp(m->key, col[c]) && strlen(m->s) > w[c])
+					w[c] = strlen(m->s);
+	printf("%*s", indent, "");
+	for (int c = 0; c < ncol; c++) {
+		for (const char *k = col[c]; *k; k++)
+			putchar(*k == '_' ? ' ' : *k >= 'a' && *k <= 'z' ? *k - 32 : *k);
+		printf("%*s", (int)(w[c] - strlen(col[c]) + 2), "");
+	}
+	putchar('\n');
+	for (const struct jv *r = arr->kid; r; r = r->next) {
+		printf("%*s", indent, "");
+		for (int c = 0; c < ncol; c++) {
+			const char *s = "-";
+
+			for (const struct jv *m = r->kid; m; m = m->next)
+				if (scalar(m) && !strcmp(m->key, col[c]))
+					s = m->s;
+			printf("%-*s  ", (int)w[c], s);
+		}
+		putchar('\n');
+	}
+}
+
+static void render(const struct jv *v, int indent)
+{
+	if (v->t == J_ARR) {
+		if (v->kid && v->kid->t == J_OBJ) {
+			table(v, indent);
+		} else {
+			for (const struct jv *m = v->kid; m; m = m->next)
+				printf("%*s%s\n", indent, "", scalar(m) ? m->s : "...");
+		}
+		return;
+	}
+	if (v->t != J_OBJ) {
+		printf("%*s%s\n", indent, "", v->s);
+		return;
+	}
+	for (const struct jv *m = v->kid; m; m = m->next) {
+		if (scalar(m)) {
+			printf("%*s%s: %s\n", indent, "", m->key, m->s);
+		} else {
+			printf("%*s%s:\n", indent, "", m->key);
+			render(m, indent + 2);
+		}
+	}
+}
+
+/* ---- talking to the daemon ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: falconctl [-j] [-s SOCKET | -r RUNDIR] OBJECT COMMAND [ID]\n"
+		"  status                 the daemon: addresses, security mode, clients, connections\n"
+		"  peer list              peer daemons seen by the connection manager\n"
+		"  conn list              Falcon connections: state, CIDs, QPs, fcwnd, ncwnd, RTO, counters\n"
+		"  conn show ID           one connection\n"
+		"  qp list | mr list | client list\n"
+		"  stats                  counters: drops and errors per reason, per layer\n"
+		"  -j, --json             print the daemon's JSON as it is\n"
+		"  -s, --socket PATH      admin socket (default $FALCON_ADMIN_SOCKET or\n"
+		"                         /run/falcon/falconctl.sock)\n"
+		"  -r, --runtime-dir DIR  the daemon's --runtime-dir\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' }, { "socket", required_argument, NULL, 's' },
+		{ "runtime-dir", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	char path[sizeof(un.sun_path)], cmd[256] = "";
+	const char *sock = getenv("FALCON_ADMIN_SOCKET");
+	int json = 0, o, fd;
+	size_t len = 0;
+	char *ans, *p;
+	struct jv *v;
+
+	snprintf(path, sizeof(path), "%s", sock && *sock ? sock : "/run/falcon/falconctl.sock");
+	while ((o = getopt_long(argc, argv, "js:r:h", lo, NULL)) != -1) {
+		switch (o) {
+		case 'j': json = 1; break;
+		case 's': snprintf(path, sizeof(path), "%s", optarg); break;
+		case 'r': snprintf(path, sizeof(path), "%s/falconctl.sock", optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (strlen(cmd) + strlen(argv[i]) + 2 >= sizeof(cmd)) {
+			fprintf(stderr, "falconctl: command too long\n");
+			return 2;
+		}
+		strcat(cmd, argv[i]);
+		strcat(cmd, i + 1 < argc ? " " : "\n");
+	}
+	/* "falconctl status" and "falconctl stats" are one word; lists default to "list" */
+	if (argc - optind == 1 && strcmp(argv[optind], "status") && strcmp(argv[optind], "stats")) {
+		cmd[strlen(cmd) - 1] = 0;
+		strcat(cmd, " list\n");
+	}
+	strcpy(un.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+		fprintf(stderr, "falconctl: cannot reach falcond at %s: %s (is falcond running?)\n",
+			path, strerror(errno));
+		return 2;
+	}
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
+		fprintf(stderr, "falconctl: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	ans = malloc(ANSWER_MAX + 1);
+	if (!ans)
+		return 2;
+	for (;;) {
+		ssize_t n = read(fd, ans + len, ANSWER_MAX - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	ans[len] = 0;
+	if (!len) {
+		fprintf(stderr, "falconctl: falcond at %s closed without an answer\n", path);
+		return 2;
+	}
+	int refused = strstr(ans, "{\"error\":") == ans;
+
+	if (json) {
+		fputs(ans, stdout);
+		free(ans);
+		return refused;
+	}
+	p = ans;
+	v = jparse(&p, 0);
+	if (!v) {
+		fprintf(stderr, "falconctl: could not read the daemon's answer\n");
+		free(ans);
+		return 2;
+	}
+	if (refused)
+		fprintf(stderr, "falconctl: %s\n", v->kid && v->kid->s ? v->kid->s : "error");
+	else
+		render(v, 0);
+	jfree(v);
+	free(ans);
+	return refused;
+}

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * admin.c - falconctl's socket (falcond.h): a SOCK_STREAM Unix socket beside the API
+ * socket. falconctl writes one command line ("status", "peer list", "conn list",
+ * "conn show ID", "qp list", "mr list", "client list", "stats"), the daemon answers with
+ * one JSON document and closes. On error the document is {"error": "..."}. falconctl
+ * renders it as a table or passes it through (-j).
+ *
+ * A command line longer than ADMIN_LINE_MAX, or one that does not arrive within
+ * ADMIN_TIMEOUT_S, closes the connection: a stuck falconctl never holds the daemon.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "falcond.h"
+#include "log.h"
+
+#define ADMIN_LINE_MAX 256u
+#define ADMIN_OUT_MAX (1u << 20)
+#define ADMIN_TIMEOUT_S 2.0
+
+struct admin_conn {
+	struct fd_admin *ad;
+	int fd;
+	ev_io w;
+	ev_timer t;
+	char line[ADMIN_LINE_MAX];
+	uint32_t len;
+};
+
+struct fd_admin {
+	struct fd_daemon *d;
+	int fd;
+	ev_io w;
+	char *out;      /* ADMIN_OUT_MAX */
+	uint64_t cmds;
+};
+
+#define U64(j, s, f) fd_json_kv(j, #f, "%llu", (unsigned long long)(s)->f)
+
+static void json_node(struct fd_json *j, const struct fc_node_counters *c)
+{
+	fd_json_open(j, "node", '{');
+	U64(j, c, rx_frames); U64(j, c, rx_bytes); U64(j, c, tx_frames); U64(j, c, tx_bytes);
+	U64(j, c, rx_short); U64(j, c, rx_encap_err); U64(j, c, rx_unknown_cid);
+	U64(j, c, rx_peer_mismatch); U64(j, c, rx_engine_err); U64(j, c, tx_no_frame);
+	U64(j, c, tx_encap_err); U64(j, c, tx_io_drop);
+	fd_json_close(j, '}');
+}
+
+static void json_udp(struct fd_json *j, const struct fc_io_udp_stats *s)
+{
+	fd_json_open(j, "io_udp", '{');
+	U64(j, s, rx_dgrams); U64(j, s, rx_bytes); U64(j, s, rx_truncated); U64(j, s, rx_calls);
+	U64(j, s, rx_errors); U64(j, s, tx_dgrams); U64(j, s, tx_bytes); U64(j, s, tx_calls);
+	U64(j, s, tx_eagain_drops); U64(j, s, tx_errors);
+	fd_json_close(j, '}');
+}
+
+static void json_rdma(struct fd_json *j, const struct fc_rdma_counters *c)
+{
+	fd_json_open(j, "rdma", '{');
+	U64(j, c, tx_push); U64(j, c, tx_pull); U64(j, c, tx_resp); U64(j, c, rx_req);
+	U64(j, c, nack_cid); U64(j, c, drop_resp_cid); U64(j, c, drop_resp_bad);
+	U64(j, c, rnr_sent); U64(j, c, rnr_exhausted); U64(j, c, nak_sent); U64(j, c, stale_cmpl);
+	U64(j, c, cq_lost); U64(j, c, async_lost); U64(j, c, pull_deferred);
+	U64(j, c, pull_rnr_busy); U64(j, c, eagain); U64(j, c, gather_lost);
+	U64(j, c, ring_bad_wr); U64(j, c, ring_broken);
+	fd_json_close(j, '}');
+}
+
+static void json_fault(struct fd_json *j, const struct fc_fault_stats *s)
+{
+	fd_json_open(j, "fault", '{');
+	U64(j, s, tx_drop); U64(j, s, tx_dup); U64(j, s, tx_reorder); U64(j, s, tx_corrupt);
+	U64(j, s, rx_drop); U64(j, s, rx_dup); U64(j, s, rx_reorder); U64(j, s, rx_corrupt);
+	fd_json_close(j, '}');
+}
+
+/* Append a part's own JSON text as the value of key. */
+static void json_part(struct fd_json *j, const char *key,
+		      size_t (*fn)(const void *, char *, size_t), const void *obj)
+{
+	size_t room = j->len < j->cap ? j->cap - j->len : 0;
+	size_t n;
+
+	fd_json_kv(j, key, "%s", "");
+	room = j->len < j->cap ? j->cap - j->len : 0;
+	if (room < 2) {
+		j->len += 2;
+		return;
+	}
+	n = fn(obj, j->buf + j->len, room);
+	j->len += n;
+}
+
+#define PART(fn) ((size_t (*)(const void *, char *, size_t))(fn))
+
+static size_t run(struct fd_admin *ad, const char *cmd)
+{
+	struct fd_daemon *d = ad->d;
+	struct fd_json j;
+	char a[16], b[16];
+	long long id = -1;
+	int n = sscanf(cmd, "%15s %15s %lld", a, b, &id);
+
+	fd_json_init(&j, ad->out, ADMIN_OUT_MAX);
+	if (n >= 1 && !strcmp(a, "status")) {
+		fd_json_open(&j, NULL, '{');
+		fd_json_kstr(&j, "daemon", "falcond");
+		fd_json_kv(&j, "pid", "%d", (int)getpid());
+		fd_json_kv(&j, "uptime_s", "%.1f", (double)(fd_now_ns() - d->start_ns) / 1e9);
+		fd_json_kstr(&j, "io", "udp");
+		fd_json_kstr(&j, "security", "none (no PSP yet: packets are not encrypted)");
+		fd_json_kstr(&j, "address", d->cfg.listen_addr);
+		fd_json_kv(&j, "data_port", "%u", d->cfg.data_port);
+		fd_json_kv(&j, "cm_port", "%u", d->cfg.cm_port);
+		fd_json_kstr(&j, "api_socket", d->cfg.api_path);
+		fd_json_kv(&j, "clients", "%u", fd_api_nclients(d->api));
+		fd_json_kv(&j, "connections", "%u", fd_cm_nconns(d->cm));
+		fd_json_kv(&j, "mtu_bytes", "%u", d->cfg.mtu_bytes);
+		fd_json_kv(&j, "fault_injection", "%s", d->fault ? "true" : "false");
+		fd_json_kv(&j, "loops", "%llu", (unsigned long long)d->loops);
+		fd_json_close(&j, '}');
+	} else if (n >= 2 && !strcmp(a, "peer") && !strcmp(b, "list")) {
+		return fd_cm_json_peers(d->cm, ad->out, ADMIN_OUT_MAX);
+	} else if (n >= 2 && !strcmp(a, "conn") && !strcmp(b, "list")) {
+		return fd_cm_json_conns(d->cm, ad->out, ADMIN_OUT_MAX);
+	} else if (n >= 2 && !strcmp(a, "conn") && !strcmp(b, "show")) {
+		/* the list filtered to one id: the CM writes the same fields */
+		static char all[ADMIN_OUT_MAX];
+		char key[48];
+		size_t len = fd_cm_json_conns(d->cm, all, sizeof(all));
+		const char *p, *e;
+
+		all[len < sizeof(all) ? len : sizeof(all) - 1] = 0;
+		snprintf(key, sizeof(key), "{\"id\":%lld,", id);
+		if (n < 3 || !(p = strstr(all, key)) || !(e = strchr(p, '}'))) {
+			fd_json_open(&j, NULL, '{');
+			fd_json_kstr(&j, "error", n < 3 ? "usage: conn show ID" : "no such connection");
+			fd_json_close(&j, '}');
+		} else {
+			fd_json_raw(&j, "%.*s", (int)(e - p + 1), p);
+		}
+	} else if (n >= 2 && !strcmp(a, "qp") && !strcmp(b, "list")) {
+		return fd_api_json_qps(d->api, ad->out, ADMIN_OUT_MAX);
+	} else if (n >= 2 && !strcmp(a, "mr") && !strcmp(b, "list")) {
+		return fd_api_json_mrs(d->api, ad->out, ADMIN_OUT_MAX);
+	} else if (n >= 2 && !strcmp(a, "client") && !strcmp(b, "list")) {
+		return fd_api_json_clients(d->api, ad->out, ADMIN_OUT_MAX);
+	} else if (n >= 1 && !strcmp(a, "stats")) {
+		fd_json_open(&j, NULL, '{');
+		json_node(&j, fc_node_counters(d->node));
+		json_udp(&j, fc_io_udp_stats(d->io));
+		json_rdma(&j, fc_rdma_counters(fc_node_rdma(d->node)));
+		if (d->fault)
+			json_fault(&j, fc_fault_stats(d->fault));
+		json_part(&j, "cm", PART(fd_cm_json_stats), d->cm);
+		json_part(&j, "api", PART(fd_api_json_stats), d->api);
+		fd_json_close(&j, '}');
+	} else {
+		fd_json_open(&j, NULL, '{');
+		fd_json_kstr(&j, "error", "unknown command (status, peer list, conn list, conn show "
+				 "ID, qp list, mr list, client list, stats)");
+		fd_json_close(&j, '}');
+	}
+	return fd_json_done(&j);
+}
+
+static void conn_free(struct admin_conn *c)
+{
+	ev_io_stop(c->ad->d->loop, &c->w);
+	ev_timer_stop(c->ad->d->loop, &c->t);
+	close(c->fd);
+	free(c);
+}
+
+static void conn_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	conn_free(w->data);
+}
+
+static void conn_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct admin_conn *c = w->data;
+	ssize_t n = read(c->fd, c->line + c->len, sizeof(c->line) - 1 - c->len);
+	char *nl;
+
+	(void)loop;
+	(void)revents;
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0) {
+		conn_free(c);
+		return;
+	}
+	c->len += (uint32_t)n;
+	c->line[c->len] = 0;
+	nl = strchr(c->line, '\n');
+	if (!nl) {
+		if (c->len == sizeof(c->line) - 1)
+			conn_free(c); /* no line within the bound */
+		return;
+	}
+	*nl = 0;
+	size_t len = run(c->ad, c->line), off = 0;
+
+	c->ad->cmds++;
+	c->ad->out[len++] = '\n';
+	/* the answer is at most 1 MiB. The connection is non-blocking: write what the
+	 * socket takes within a short bound, so a falconctl that stops reading cannot hold
+	 * the loop */
+	for (int tries = 0; off < len && tries < 1000; tries++) {
+		ssize_t k = send(c->fd, c->ad->out + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (k > 0) {
+			off += (size_t)k;
+		} else if (k < 0 && errno == EAGAIN) {
+			struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+
+			if (poll(&p, 1, 10) < 0)
+				break;
+		} else {
+			break;
+		}
+	}
+	conn_free(c);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct fd_admin *ad = w->data;
+
+	(void)revents;
+	for (int k = 0; k < 8; k++) {
+		int fd = accept4(ad->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct admin_conn *c;
+
+		if (fd < 0)
+			return;
+		if (!(c = calloc(1, sizeof(*c)))) {
+			close(fd);
+			continue;
+		}
+		c->ad = ad;
+		c->fd = fd;
+		ev_io_init(&c->w, conn_cb, fd, EV_READ);
+		c->w.data = c;
+		ev_io_start(loop, &c->w);
+		ev_timer_init(&c->t, conn_timeout_cb, ADMIN_TIMEOUT_S, 0.);
+		c->t.data = c;
+		ev_timer_start(loop, &c->t);
+	}
+}
+
+struct fd_admin *fd_admin_new(struct fd_daemon *d)
+{
+	struct fd_admin *ad = calloc(1, sizeof(*ad));
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+	if (!ad)
+		return NULL;
+	ad->d = d;
+	ad->out = malloc(ADMIN_OUT_MAX + 1);
+	if (!ad->out || strlen(d->cfg.admin_path) >= sizeof(un.sun_path)) {
+		int e = ad->out ? ENAMETOOLONG : ENOMEM;
+
+		free(ad->out);
+		free(ad);
+		errno = e;
+		return NULL;
+	}
+	strcpy(un.sun_path, d->cfg.admin_path);
+	ad->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ad->fd < 0)
+		goto fail;
+	unlink(un.sun_path);
+	if (bind(ad->fd, (struct sockaddr *)&un, sizeof(un)) < 0 || listen(ad->fd, 8) < 0)
+		goto fail;
+	ev_io_init(&ad->w, accept_cb, ad->fd, EV_READ);
+	ad->w.data = ad;
+	ev_io_start(d->loop, &ad->w);
+	return ad;
+fail: {
+	int e = errno;
+
+	if (ad->fd >= 0)
+		close(ad->fd);
+	free(ad->out);
+	free(ad);
+	errno = e;
+	return NULL;
+}
+}
+
+void fd_admin_free(struct fd_admin *ad)
+{
+	if (!ad)
+		return;
+	ev_io_stop(ad->d->loop, &ad->w);
+	close(ad->fd);
+	unlink(ad->d->cfg.admin_path);
+	free(ad->out);
+	free(ad);
+}

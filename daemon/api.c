@@ -1,0 +1,995 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * api.c - the clients' control socket (falcon/api.h) and their rings (falcon/queue.h).
+ *
+ * Each client is one SOCK_SEQPACKET connection with its own object table: a handle is
+ * slot | generation << 16 in that table, so a client can name only its own PDs, MRs,
+ * CQs, listeners and QPs, and a stale handle fails (-ENOENT). Objects point at engine
+ * objects (PD, MR, CQ, QP numbers) and at the memory the daemon maps for them:
+ *
+ *   MR   the client's sealed memfd, mapped here; the engine places and gathers in it
+ *   CQ   a ring memfd the daemon creates, seals and passes; the engine writes CQEs
+ *   QP   a memfd with its send and receive rings; the engine reads WRs from them
+ *
+ * The data path does not touch the socket. Before the loop sleeps (fd_api_prepare) the
+ * daemon takes what every ring holds, and wakes clients that armed a CQ that now has
+ * completions. A client posting into a ring rings its doorbell (an eventfd) only when the
+ * ring's need_wakeup says the daemon sleeps.
+ *
+ * A client that disconnects or dies releases everything: its QPs are destroyed (peers are
+ * told), then CQs, MRs (unmapped: its memory is never touched again), PDs, listeners.
+ * Messages that break the protocol are answered with an error or, when the header itself
+ * is broken, end the client's session; other clients are not affected.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "falcon/api.h"
+#include "falcon/falcon.h"
+#include "falcon/queue.h"
+#include "falcond.h"
+#include "log.h"
+
+#define OBJS_PER_CLIENT 1024u
+#define RING_ENTRIES_MAX 4096u
+#define PAGE 4096ull
+
+_Static_assert((int)FALCON_WR_SEND == FC_RDMA_WR_SEND &&
+	       (int)FALCON_WR_MASKED_ATOMIC_FETCH_AND_ADD == FC_RDMA_WR_MASKED_FETCH_ADD,
+	       "public opcodes are the engine's");
+_Static_assert((int)FALCON_ACCESS_REMOTE_INVALIDATE == FC_MR_REMOTE_INVALIDATE &&
+	       (int)FALCON_ACCESS_REMOTE_ATOMIC == FC_MR_REMOTE_ATOMIC, "access bits");
+_Static_assert((int)FALCON_WC_GENERAL_ERR == FC_WC_GENERAL_ERR, "wc status");
+
+enum obj_type { OBJ_FREE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_LISTENER, OBJ_QP };
+static const char *const obj_name[] = { "free", "pd", "mr", "cq", "listener", "qp" };
+
+enum qp_state { QP_CONNECTING = 1, QP_READY, QP_BROKEN };
+
+struct client;
+
+struct obj {
+	uint8_t type;
+	uint16_t gen;
+	uint32_t refs;          /* PD: MRs + QPs; CQ: QPs */
+	struct client *c;
+	union {
+		struct { uint32_t pd; } pd;
+		struct {
+			uint32_t pd_h, lkey;
+			struct fc_mr_keys k;
+			void *map;
+			size_t map_len;
+			uint64_t iova, len;
+			uint32_t access;
+		} mr;
+		struct {
+			uint32_t cqn, entries;
+			void *ring;
+			size_t bytes;
+			int evfd;
+			uint64_t notified;
+		} cq;
+		struct { uint16_t service; } lst;
+		struct {
+			int64_t cm_id;
+			uint32_t qpn, rqpn, pd_h, scq_h, rcq_h;
+			uint8_t state;
+			void *rings;
+			size_t bytes, rq_off;
+			int rings_fd;
+			uint32_t seq;   /* the CONNECT / ACCEPT waiting for its reply */
+			uint16_t req_type;
+		} qp;
+	} u;
+};
+
+struct client {
+	struct client *next;
+	struct fd_api *a;
+	int fd, db_fd;
+	ev_io w, db_w;
+	pid_t pid;
+	uid_t uid;
+	uint32_t id;
+	int hello;
+	uint32_t hiwat;         /* slots used so far: loops stop here */
+	uint32_t pending;       /* CONNECT / ACCEPT waiting */
+	uint64_t msgs, errors;
+	struct obj obj[OBJS_PER_CLIENT];
+};
+
+struct fd_api {
+	struct fd_daemon *d;
+	int fd;
+	ev_io w;
+	struct client *clients;
+	uint32_t nclients, next_id;
+	struct {
+		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
+		uint64_t ring_broken, cq_wakeups, doorbells;
+	} st;
+};
+
+/* ---- helpers ---- */
+
+static struct obj *obj_get(struct client *c, uint32_t h, uint8_t type)
+{
+	uint32_t i = h & 0xFFFFu;
+
+	if (i >= c->hiwat || c->obj[i].type != type || c->obj[i].gen != (h >> 16))
+		return NULL;
+	return &c->obj[i];
+}
+
+static struct obj *obj_new(struct client *c, uint8_t type, uint32_t *h)
+{
+	for (uint32_t i = 0; i < OBJS_PER_CLIENT; i++) {
+		struct obj *o = &c->obj[i];
+
+		if (o->type != OBJ_FREE)
+			continue;
+		uint16_t gen = (uint16_t)(o->gen + 1);
+
+		memset(o, 0, sizeof(*o));
+		o->type = type;
+		o->gen = gen ? gen : 1;
+		o->c = c;
+		if (i >= c->hiwat)
+			c->hiwat = i + 1;
+		*h = i | (uint32_t)o->gen << 16;
+		return o;
+	}
+	return NULL;
+}
+
+static void obj_put(struct obj *o)
+{
+	uint16_t gen = o->gen;
+
+	memset(o, 0, sizeof(*o));
+	o->gen = gen;
+}
+
+static int reply(struct client *c, const struct fc_api_hdr *req, int status, const void *body,
+		 uint32_t len, const int *fds, unsigned nfds)
+{
+	uint8_t buf[FC_API_MSG_MAX];
+	struct fc_api_hdr *h = (struct fc_api_hdr *)buf;
+	union {
+		struct cmsghdr c;
+		char room[CMSG_SPACE(sizeof(int) * FC_API_FDS_MAX)];
+	} cm;
+	struct iovec iov = { buf, sizeof(*h) + len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	*h = (struct fc_api_hdr){ .hdr_size = sizeof(*h), .version = FC_API_VERSION,
+				  .type = req->type, .len = sizeof(*h) + len, .seq = req->seq,
+				  .status = status };
+	if (len)
+		memcpy(buf + sizeof(*h), body, len);
+	if (nfds) {
+		memset(&cm, 0, sizeof(cm));
+		m.msg_control = cm.room;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm.c.cmsg_level = SOL_SOCKET;
+		cm.c.cmsg_type = SCM_RIGHTS;
+		cm.c.cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(&cm.c), fds, sizeof(int) * nfds);
+	}
+	if (status)
+		c->errors++;
+	/* a client that does not read its replies loses them: never block the daemon */
+	return sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+/* A memfd of bytes, mapped here, sealed so that the client can neither shrink nor grow
+ * it (a shrunk mapping would fault in the daemon). */
+static int shared_mem(const char *name, size_t bytes, void **map)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	*map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*map == MAP_FAILED)
+		goto fail;
+	return fd;
+fail: {
+	int e = -errno;
+
+	close(fd);
+	return e;
+}
+}
+
+static int pow2_ok(uint32_t n)
+{
+	return n && n <= RING_ENTRIES_MAX && !(n & (n - 1));
+}
+
+/* ---- objects ---- */
+
+static void mr_release(struct fd_api *a, struct obj *o)
+{
+	struct obj *pd = obj_get(o->c, o->u.mr.pd_h, OBJ_PD);
+
+	if (pd) {
+		fc_mr_dereg(fc_node_mrs(a->d->node), pd->u.pd.pd, o->u.mr.k.lkey);
+		pd->refs--;
+	}
+	munmap(o->u.mr.map, o->u.mr.map_len);
+	obj_put(o);
+}
+
+static void cq_release(struct fd_api *a, struct obj *o)
+{
+	fc_rdma_cq_destroy(fc_node_rdma(a->d->node), o->u.cq.cqn);
+	munmap(o->u.cq.ring, o->u.cq.bytes);
+	close(o->u.cq.evfd);
+	obj_put(o);
+}
+
+static void qp_release(struct fd_api *a, struct obj *o)
+{
+	struct client *c = o->c;
+	struct obj *x;
+
+	fd_cm_close(a->d->cm, o->u.qp.cm_id); /* destroys the QP first: no ring use after */
+	if (o->u.qp.state == QP_CONNECTING && c->pending)
+		c->pending--;
+	munmap(o->u.qp.rings, o->u.qp.bytes);
+	if (o->u.qp.rings_fd >= 0)
+		close(o->u.qp.rings_fd);
+	if ((x = obj_get(c, o->u.qp.pd_h, OBJ_PD)))
+		x->refs--;
+	if ((x = obj_get(c, o->u.qp.scq_h, OBJ_CQ)))
+		x->refs--;
+	if ((x = obj_get(c, o->u.qp.rcq_h, OBJ_CQ)))
+		x->refs--;
+	obj_put(o);
+}
+
+static void client_free(struct fd_api *a, struct client *c, const char *why)
+{
+	struct fd_daemon *d = a->d;
+	uint32_t n[6] = { 0 };
+
+	/* QPs first (nothing reads rings or memory after), then what they used */
+	for (uint8_t t = OBJ_QP; t >= OBJ_PD; t--)
+		for (uint32_t i = 0; i < c->hiwat; i++) {
+			struct obj *o = &c->obj[i];
+
+			if (o->type != t)
+				continue;
+			n[t]++;
+			switch (t) {
+			case OBJ_QP: qp_release(a, o); break;
+			case OBJ_LISTENER: fd_cm_unlisten(d->cm, o->u.lst.service); obj_put(o); break;
+			case OBJ_CQ: cq_release(a, o); break;
+			case OBJ_MR: mr_release(a, o); break;
+			case OBJ_PD: fc_pd_free(fc_node_mrs(d->node), o->u.pd.pd); obj_put(o); break;
+			}
+		}
+	LOG_I("api: client %u (pid %d) %s: released %u QPs, %u CQs, %u MRs, %u PDs, %u listeners",
+	      c->id, (int)c->pid, why, n[OBJ_QP], n[OBJ_CQ], n[OBJ_MR], n[OBJ_PD], n[OBJ_LISTENER]);
+	ev_io_stop(d->loop, &c->w);
+	close(c->fd);
+	if (c->db_fd >= 0) {
+		ev_io_stop(d->loop, &c->db_w);
+		close(c->db_fd);
+	}
+	for (struct client **pp = &a->clients; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	a->nclients--;
+	a->st.disconnects++;
+	free(c);
+	fd_kick(d);
+}
+
+/* ---- requests ---- */
+
+static void db_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct client *c = w->data;
+	uint64_t v;
+
+	(void)loop;
+	(void)revents;
+	if (read(c->db_fd, &v, sizeof(v)) == sizeof(v))
+		c->a->st.doorbells++;
+	/* the work happens in fd_api_prepare, which runs before the loop sleeps again */
+}
+
+static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *body, int *fds,
+		    unsigned nfds)
+{
+	const struct fc_api_hello *m = body;
+	struct fc_api_hello_rep rep = {
+		.max_sge = FC_RING_SGE_MAX, .max_ring_entries = RING_ENTRIES_MAX,
+		.max_msg_bytes = 1u << 20, .mtu_bytes = c->a->d->cfg.mtu_bytes,
+	};
+
+	if (c->hello || nfds != 1 || m->client_version != FC_API_VERSION)
+		return reply(c, h, c->hello ? -EALREADY : nfds != 1 ? -EINVAL : -EPROTO, NULL, 0,
+			     NULL, 0);
+	c->db_fd = fds[0];
+	fds[0] = -1;
+	fcntl(c->db_fd, F_SETFL, O_NONBLOCK);
+	ev_io_init(&c->db_w, db_cb, c->db_fd, EV_READ);
+	c->db_w.data = c;
+	ev_io_start(c->a->d->loop, &c->db_w);
+	c->hello = 1;
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
+{
+	struct fc_api_handle rep = { 0 };
+	struct obj *o = obj_new(c, OBJ_PD, &rep.handle);
+	int rc;
+
+	if (!o)
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if ((rc = fc_pd_alloc(fc_node_mrs(c->a->d->node), &o->u.pd.pd))) {
+		obj_put(o);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *body, int *fds,
+		     unsigned nfds)
+{
+	const struct fc_api_reg_mr *m = body;
+	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
+	struct fc_api_reg_mr_rep rep = { 0 };
+	uint64_t map_off, delta;
+	struct stat stt;
+	int seals, rc;
+	void *map;
+
+	if (!pd)
+		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
+	if (nfds != 1 || !m->len || m->len > (1ull << 40) || m->offset > (1ull << 40) ||
+	    m->access & ~(uint32_t)FC_MR_ACCESS_ALL)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	seals = fcntl(fds[0], F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return reply(c, h, -EPERM, NULL, 0, NULL, 0);
+	if (fstat(fds[0], &stt) < 0 || (uint64_t)stt.st_size < m->offset + m->len)
+		return reply(c, h, -EFAULT, NULL, 0, NULL, 0);
+	map_off = m->offset & ~(PAGE - 1);
+	delta = m->offset - map_off;
+	map = mmap(NULL, delta + m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], (off_t)map_off);
+	if (map == MAP_FAILED)
+		return reply(c, h, -errno, NULL, 0, NULL, 0);
+	o = obj_new(c, OBJ_MR, &rep.handle);
+	if (!o) {
+		munmap(map, delta + m->len);
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	}
+	rc = fc_mr_reg(fc_node_mrs(c->a->d->node), pd->u.pd.pd, (uint8_t *)map + delta, m->iova,
+		       m->len, m->access, &o->u.mr.k);
+	if (rc) {
+		munmap(map, delta + m->len);
+		obj_put(o);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	o->u.mr.pd_h = m->pd;
+	o->u.mr.map = map;
+	o->u.mr.map_len = delta + m->len;
+	o->u.mr.iova = m->iova;
+	o->u.mr.len = m->len;
+	o->u.mr.access = m->access;
+	pd->refs++;
+	rep.lkey = o->u.mr.k.lkey;
+	rep.rkey = o->u.mr.k.rkey;
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_cq *m = body;
+	struct fc_rdma *d = fc_node_rdma(c->a->d->node);
+	struct fc_api_create_cq_rep rep = { 0 };
+	struct obj *o;
+	int fd, evfd, rc;
+	size_t bytes;
+	void *ring;
+
+	if (!pow2_ok(m->entries))
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	bytes = (fc_rdma_ring_bytes(FC_RING_CQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
+	o = obj_new(c, OBJ_CQ, &rep.handle);
+	if (!o)
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if ((fd = shared_mem("falcon-cq", bytes, &ring)) < 0) {
+		obj_put(o);
+		return reply(c, h, fd, NULL, 0, NULL, 0);
+	}
+	evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (evfd < 0 || (rc = fc_rdma_ring_init(ring, bytes, FC_RING_CQ, m->entries)) ||
+	    (rc = fc_rdma_cq_create(d, m->entries, &o->u.cq.cqn))) {
+		rc = evfd < 0 ? -errno : rc;
+		goto fail;
+	}
+	if ((rc = fc_rdma_cq_attach_ring(d, o->u.cq.cqn, ring, bytes))) {
+		fc_rdma_cq_destroy(d, o->u.cq.cqn);
+		goto fail;
+	}
+	o->u.cq.ring = ring;
+	o->u.cq.bytes = bytes;
+	o->u.cq.evfd = evfd;
+	o->u.cq.entries = m->entries;
+	rep.ring_bytes = bytes;
+	rc = reply(c, h, 0, &rep, sizeof(rep), (int[]){ fd, evfd }, 2);
+	close(fd);
+	return rc;
+fail:
+	if (evfd >= 0)
+		close(evfd);
+	munmap(ring, bytes);
+	close(fd);
+	obj_put(o);
+	return reply(c, h, rc, NULL, 0, NULL, 0);
+}
+
+static void qp_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
+{
+	struct obj *o = ctx;
+	struct client *c = o->c;
+	struct fc_api_hdr h = { .type = o->u.qp.req_type, .seq = o->u.qp.seq };
+	uint32_t handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16;
+
+	if (status) {
+		o->u.qp.cm_id = 0; /* the CM has freed its record */
+		qp_release(c->a, o); /* also ends the pending count */
+		reply(c, &h, status, NULL, 0, NULL, 0);
+		return;
+	}
+	c->pending--;
+	struct fc_api_qp_rep rep = { .handle = handle, .qpn = qpn, .remote_qpn = rqpn,
+				     .rings_bytes = o->u.qp.bytes, .rq_offset = o->u.qp.rq_off };
+
+	o->u.qp.state = QP_READY;
+	o->u.qp.qpn = qpn;
+	o->u.qp.rqpn = rqpn;
+	reply(c, &h, 0, &rep, sizeof(rep), &o->u.qp.rings_fd, 1);
+	close(o->u.qp.rings_fd);
+	o->u.qp.rings_fd = -1;
+	fd_kick(c->a->d);
+}
+
+/* The QP object and its rings for CONNECT / ACCEPT; the CM creates the engine QP. */
+static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
+		      const struct fc_api_qp_attr *q, struct fd_qp_spec *spec, struct obj **out)
+{
+	struct obj *pd = obj_get(c, q->pd, OBJ_PD), *scq = obj_get(c, q->send_cq, OBJ_CQ);
+	struct obj *rcq = obj_get(c, q->recv_cq, OBJ_CQ), *o;
+	size_t sq_bytes, rq_bytes, rq_off;
+	uint32_t handle;
+	int fd;
+
+	if (!pd || !scq || !rcq)
+		return -ENOENT;
+	if (!pow2_ok(q->sq_entries) || !pow2_ok(q->rq_entries) || q->type != FALCON_QPT_RC ||
+	    q->max_send_sge > FC_RING_SGE_MAX || q->max_recv_sge > FC_RING_SGE_MAX ||
+	    !q->max_inflight || q->max_inflight > 65536 || q->ordering > FALCON_ORDER_WEAK ||
+	    q->rnr_retry > 7 || q->min_rnr_timer > 31)
+		return -EINVAL;
+	if (c->pending >= 16)
+		return -EBUSY;
+	sq_bytes = fc_rdma_ring_bytes(FC_RING_SQ, q->sq_entries);
+	rq_bytes = fc_rdma_ring_bytes(FC_RING_RQ, q->rq_entries);
+	rq_off = (sq_bytes + PAGE - 1) & ~(PAGE - 1);
+	o = obj_new(c, OBJ_QP, &handle);
+	if (!o)
+		return -ENOSPC;
+	o->u.qp.bytes = (rq_off + rq_bytes + PAGE - 1) & ~(PAGE - 1);
+	o->u.qp.rq_off = rq_off;
+	if ((fd = shared_mem("falcon-qp", o->u.qp.bytes, &o->u.qp.rings)) < 0) {
+		obj_put(o);
+		return fd;
+	}
+	o->u.qp.rings_fd = fd;
+	fc_rdma_ring_init(o->u.qp.rings, sq_bytes, FC_RING_SQ, q->sq_entries);
+	fc_rdma_ring_init((uint8_t *)o->u.qp.rings + rq_off, rq_bytes, FC_RING_RQ, q->rq_entries);
+	o->u.qp.state = QP_CONNECTING;
+	o->u.qp.pd_h = q->pd;
+	o->u.qp.scq_h = q->send_cq;
+	o->u.qp.rcq_h = q->recv_cq;
+	o->u.qp.seq = h->seq;
+	o->u.qp.req_type = h->type;
+	pd->refs++;
+	scq->refs++;
+	rcq->refs++;
+	memset(spec, 0, sizeof(*spec));
+	fc_rdma_qp_init_default(&spec->init);
+	spec->init.type = FC_RDMA_QPT_RC;
+	spec->init.order = q->ordering == FALCON_ORDER_WEAK ? FC_RDMA_ORDER_WEAK : FC_RDMA_ORDER_STRONG;
+	spec->init.pd = pd->u.pd.pd;
+	spec->init.send_cq = scq->u.cq.cqn;
+	spec->init.recv_cq = rcq->u.cq.cqn;
+	spec->init.sq_depth = q->sq_entries;
+	spec->init.rq_depth = q->rq_entries;
+	spec->init.max_send_sge = q->max_send_sge ? q->max_send_sge : FC_RING_SGE_MAX;
+	spec->init.max_recv_sge = q->max_recv_sge ? q->max_recv_sge : FC_RING_SGE_MAX;
+	spec->init.max_inflight = q->max_inflight;
+	spec->init.rnr_retry = q->rnr_retry;
+	spec->init.min_rnr_timer = q->min_rnr_timer;
+	spec->sq = o->u.qp.rings;
+	spec->sq_bytes = sq_bytes;
+	spec->rq = (uint8_t *)o->u.qp.rings + rq_off;
+	spec->rq_bytes = rq_bytes;
+	c->pending++;
+	*out = o;
+	return 0;
+}
+
+static int do_connect(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_connect *m = body;
+	struct fd_qp_spec spec;
+	struct sockaddr_storage ss;
+	struct obj *o;
+	int64_t id;
+	int rc;
+
+	if (m->addr_len > sizeof(m->addr) || m->addr_len > sizeof(ss) || !m->service)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, m->addr, m->addr_len);
+	if ((rc = qp_prepare(c, h, &m->qp, &spec, &o)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	id = fd_cm_connect(c->a->d->cm, (struct sockaddr *)&ss, m->addr_len, m->service, &spec,
+			   m->timeout_ms, qp_done, o);
+	if (id < 0) {
+		o->u.qp.cm_id = 0;
+		qp_release(c->a, o);
+		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+	}
+	o->u.qp.cm_id = id;
+	return 0; /* the reply comes from qp_done */
+}
+
+static int do_accept(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_accept *m = body;
+	struct obj *l = obj_get(c, m->listener, OBJ_LISTENER), *o;
+	struct fd_qp_spec spec;
+	int64_t id;
+	int rc;
+
+	if (!l)
+		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
+	if ((rc = qp_prepare(c, h, &m->qp, &spec, &o)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	o->u.qp.cm_id = -1; /* set below; qp_done may run inside fd_cm_accept */
+	id = fd_cm_accept(c->a->d->cm, l->u.lst.service, &spec, m->timeout_ms, qp_done, o);
+	if (id < 0) {
+		o->u.qp.cm_id = 0;
+		qp_release(c->a, o);
+		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+	}
+	if (o->type == OBJ_QP && o->u.qp.cm_id == -1)
+		o->u.qp.cm_id = id;
+	return 0;
+}
+
+static int do_destroy(struct client *c, const struct fc_api_hdr *h, uint32_t handle)
+{
+	struct fd_api *a = c->a;
+	struct obj *o;
+	int rc = 0;
+
+	switch (h->type) {
+	case FC_API_DEALLOC_PD:
+		if (!(o = obj_get(c, handle, OBJ_PD)))
+			rc = -ENOENT;
+		else if (o->refs)
+			rc = -EBUSY;
+		else if (!(rc = fc_pd_free(fc_node_mrs(a->d->node), o->u.pd.pd)))
+			obj_put(o);
+		break;
+	case FC_API_DEREG_MR:
+		if (!(o = obj_get(c, handle, OBJ_MR)))
+			rc = -ENOENT;
+		else
+			mr_release(a, o);
+		break;
+	case FC_API_DESTROY_CQ:
+		if (!(o = obj_get(c, handle, OBJ_CQ)))
+			rc = -ENOENT;
+		else if (o->refs)
+			rc = -EBUSY;
+		else
+			cq_release(a, o);
+		break;
+	case FC_API_CLOSE_LISTENER:
+		if (!(o = obj_get(c, handle, OBJ_LISTENER))) {
+			rc = -ENOENT;
+		} else {
+			fd_cm_unlisten(a->d->cm, o->u.lst.service);
+			obj_put(o);
+		}
+		break;
+	case FC_API_DESTROY_QP:
+		if (!(o = obj_get(c, handle, OBJ_QP)) || o->u.qp.state == QP_CONNECTING)
+			rc = o ? -EBUSY : -ENOENT;
+		else
+			qp_release(a, o);
+		break;
+	}
+	return reply(c, h, rc, NULL, 0, NULL, 0);
+}
+
+static int do_listen(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_listen *m = body;
+	struct fc_api_handle rep = { 0 };
+	struct obj *o;
+	int rc;
+
+	if (!m->service)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_LISTENER, &rep.handle)))
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if ((rc = fd_cm_listen(c->a->d->cm, m->service, m->backlog, c))) {
+		obj_put(o);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	o->u.lst.service = m->service;
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+/* One message. Returns 0, or -EPROTO to end the session. */
+static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsigned nfds)
+{
+	const struct fc_api_hdr *h = (const void *)msg;
+	const void *body = msg + sizeof(*h);
+	int rc = fc_api_msg_check(msg, n);
+
+	c->msgs++;
+	c->a->st.msgs++;
+	if (rc == -EPROTO)
+		return rc;
+	if (rc) {
+		c->a->st.bad_requests++;
+		return reply(c, h, rc, NULL, 0, NULL, 0), 0;
+	}
+	if (!c->hello && h->type != FC_API_HELLO)
+		return reply(c, h, -EPROTO, NULL, 0, NULL, 0), 0;
+	if (nfds && h->type != FC_API_HELLO && h->type != FC_API_REG_MR)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0), 0;
+	switch (h->type) {
+	case FC_API_HELLO: do_hello(c, h, body, fds, nfds); break;
+	case FC_API_ALLOC_PD: do_alloc_pd(c, h); break;
+	case FC_API_REG_MR: do_reg_mr(c, h, body, fds, nfds); break;
+	case FC_API_CREATE_CQ: do_create_cq(c, h, body); break;
+	case FC_API_LISTEN: do_listen(c, h, body); break;
+	case FC_API_CONNECT: do_connect(c, h, body); break;
+	case FC_API_ACCEPT: do_accept(c, h, body); break;
+	default: {
+		struct fc_api_handle hd;
+
+		memcpy(&hd, body, sizeof(hd));
+		do_destroy(c, h, hd.handle);
+	}
+	}
+	return 0;
+}
+
+static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct client *c = w->data;
+	struct fd_api *a = c->a;
+
+	(void)loop;
+	(void)revents;
+	for (int k = 0; k < 16; k++) { /* bounded: other clients get their turn */
+		uint8_t buf[FC_API_MSG_MAX + 1];
+		union {
+			struct cmsghdr c;
+			char room[CMSG_SPACE(sizeof(int) * FC_API_FDS_MAX)];
+		} cm;
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.room,
+				    .msg_controllen = sizeof(cm.room) };
+		int fds[FC_API_FDS_MAX] = { -1, -1 };
+		unsigned nfds = 0;
+		ssize_t n = recvmsg(c->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			client_free(a, c, n == 0 ? "disconnected" : "failed");
+			return;
+		}
+		for (struct cmsghdr *ch = CMSG_FIRSTHDR(&m); ch; ch = CMSG_NXTHDR(&m, ch)) {
+			if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS)
+				continue;
+			unsigned k2 = (unsigned)((ch->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			for (unsigned i = 0; i < k2; i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(ch) + i * sizeof(int), sizeof(int));
+				if (nfds < FC_API_FDS_MAX)
+					fds[nfds++] = fd;
+				else
+					close(fd); /* more than a message may carry */
+			}
+		}
+		int rc = (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EPROTO :
+			 handle(c, buf, (size_t)n, fds, nfds);
+
+		for (unsigned i = 0; i < nfds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (rc == -EPROTO) {
+			a->st.proto_errors++;
+			LOG_W("api: client %u (pid %d) broke the protocol: disconnected", c->id,
+			      (int)c->pid);
+			client_free(a, c, "disconnected for a protocol error");
+			return;
+		}
+	}
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct fd_api *a = w->data;
+
+	(void)revents;
+	for (int k = 0; k < 16; k++) {
+		int fd = accept4(a->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ucred cr = { 0 };
+		socklen_t len = sizeof(cr);
+		struct client *c;
+
+		if (fd < 0)
+			return;
+		if (a->nclients >= a->d->cfg.max_clients || !(c = calloc(1, sizeof(*c)))) {
+			a->st.refused_full++;
+			LOG_W("api: refusing a client: %u connected (max_clients)", a->nclients);
+			close(fd);
+			continue;
+		}
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len);
+		c->a = a;
+		c->fd = fd;
+		c->db_fd = -1;
+		c->pid = cr.pid;
+		c->uid = cr.uid;
+		c->id = ++a->next_id;
+		ev_io_init(&c->w, client_cb, fd, EV_READ);
+		c->w.data = c;
+		ev_io_start(loop, &c->w);
+		c->next = a->clients;
+		a->clients = c;
+		a->nclients++;
+		a->st.accepted++;
+		LOG_D("api: client %u (pid %d uid %d) connected", c->id, (int)c->pid, (int)c->uid);
+	}
+}
+
+/* ---- the loop's side ---- */
+
+int fd_api_prepare(struct fd_api *a, int going_to_sleep)
+{
+	struct fc_rdma *d = fc_node_rdma(a->d->node);
+	uint64_t now = fd_now_ns();
+	int taken = 0;
+
+	for (struct client *c = a->clients; c; c = c->next)
+		for (uint32_t i = 0; i < c->hiwat; i++) {
+			struct obj *o = &c->obj[i];
+
+			if (o->type == OBJ_CQ) {
+				struct fc_ring_hdr *rh = o->u.cq.ring;
+
+				if (__atomic_load_n(&rh->need_wakeup, __ATOMIC_ACQUIRE) &&
+				    __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
+					    __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE)) {
+					uint64_t one = 1;
+
+					__atomic_store_n(&rh->need_wakeup, 0, __ATOMIC_RELEASE);
+					if (write(o->u.cq.evfd, &one, sizeof(one)) == sizeof(one))
+						a->st.cq_wakeups++;
+				}
+				continue;
+			}
+			if (o->type != OBJ_QP || o->u.qp.state != QP_READY)
+				continue;
+			struct fc_ring_hdr *sq = o->u.qp.rings;
+			struct fc_ring_hdr *rq = (void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off);
+
+			__atomic_store_n(&sq->need_wakeup, (uint32_t)going_to_sleep, __ATOMIC_RELAXED);
+			__atomic_store_n(&rq->need_wakeup, (uint32_t)going_to_sleep, __ATOMIC_RELAXED);
+			/* pairs with the client's fence between publishing and reading the flag */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			int rc = fc_rdma_qp_doorbell(d, o->u.qp.qpn, now);
+
+			if (rc > 0) {
+				taken += rc;
+			} else if (rc == -EPROTO) {
+				o->u.qp.state = QP_BROKEN;
+				a->st.ring_broken++;
+				LOG_W("api: client %u (pid %d) broke the rings of QP %u: QP in error",
+				      c->id, (int)c->pid, o->u.qp.qpn);
+			}
+		}
+	return taken;
+}
+
+struct fd_api *fd_api_new(struct fd_daemon *d)
+{
+	struct fd_api *a = calloc(1, sizeof(*a));
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+	if (!a)
+		return NULL;
+	a->d = d;
+	if (strlen(d->cfg.api_path) >= sizeof(un.sun_path)) {
+		free(a);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	strcpy(un.sun_path, d->cfg.api_path);
+	a->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (a->fd < 0)
+		goto fail;
+	unlink(un.sun_path); /* a stale socket of a daemon that died */
+	if (bind(a->fd, (struct sockaddr *)&un, sizeof(un)) < 0 || listen(a->fd, 64) < 0)
+		goto fail;
+	ev_io_init(&a->w, accept_cb, a->fd, EV_READ);
+	a->w.data = a;
+	ev_io_start(d->loop, &a->w);
+	return a;
+fail: {
+	int e = errno;
+
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+	errno = e;
+	return NULL;
+}
+}
+
+void fd_api_free(struct fd_api *a)
+{
+	if (!a)
+		return;
+	while (a->clients)
+		client_free(a, a->clients, "released at shutdown");
+	ev_io_stop(a->d->loop, &a->w);
+	close(a->fd);
+	unlink(a->d->cfg.api_path);
+	free(a);
+}
+
+uint32_t fd_api_nclients(const struct fd_api *a)
+{
+	return a->nclients;
+}
+
+size_t fd_api_json_clients(const struct fd_api *a, char *buf, size_t cap)
+{
+	struct fd_json j;
+
+	fd_json_init(&j, buf, cap);
+	fd_json_open(&j, NULL, '[');
+	for (const struct client *c = a->clients; c; c = c->next) {
+		uint32_t n[6] = { 0 };
+
+		for (uint32_t i = 0; i < c->hiwat; i++)
+			n[c->obj[i].type]++;
+		fd_json_open(&j, NULL, '{');
+		fd_json_kv(&j, "id", "%u", c->id);
+		fd_json_kv(&j, "pid", "%d", (int)c->pid);
+		fd_json_kv(&j, "uid", "%d", (int)c->uid);
+		for (int t = OBJ_PD; t <= OBJ_QP; t++)
+			fd_json_kv(&j, obj_name[t], "%u", n[t]);
+		fd_json_kv(&j, "msgs", "%llu", (unsigned long long)c->msgs);
+		fd_json_kv(&j, "errors", "%llu", (unsigned long long)c->errors);
+		fd_json_close(&j, '}');
+	}
+	fd_json_close(&j, ']');
+	return fd_json_done(&j);
+}
+
+size_t fd_api_json_qps(const struct fd_api *a, char *buf, size_t cap)
+{
+	const struct fc_rdma *d = fc_node_rdma(a->d->node);
+	static const char *const st[] = { "reset", "init", "rtr", "rts", "error" };
+	struct fd_json j;
+
+	fd_json_init(&j, buf, cap);
+	fd_json_open(&j, NULL, '[');
+	for (const struct client *c = a->clients; c; c = c->next)
+		for (uint32_t i = 0; i < c->hiwat; i++) {
+			const struct obj *o = &c->obj[i];
+
+			if (o->type != OBJ_QP)
+				continue;
+			int s = o->u.qp.state == QP_READY ? fc_rdma_qp_state(d, o->u.qp.qpn) : -1;
+
+			fd_json_open(&j, NULL, '{');
+			fd_json_kv(&j, "client", "%u", c->id);
+			fd_json_kv(&j, "qpn", "%u", o->u.qp.qpn);
+			fd_json_kv(&j, "remote_qpn", "%u", o->u.qp.rqpn);
+			fd_json_kstr(&j, "state", o->u.qp.state == QP_CONNECTING ? "connecting" :
+				     s >= 0 && s <= 4 ? st[s] : "broken");
+			if (o->u.qp.state == QP_READY) {
+				fd_json_kv(&j, "sq_outstanding", "%d",
+					   fc_rdma_qp_sq_outstanding(d, o->u.qp.qpn));
+				fd_json_kv(&j, "rq_outstanding", "%d",
+					   fc_rdma_qp_rq_outstanding(d, o->u.qp.qpn));
+			}
+			fd_json_close(&j, '}');
+		}
+	fd_json_close(&j, ']');
+	return fd_json_done(&j);
+}
+
+size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap)
+{
+	struct fd_json j;
+
+	fd_json_init(&j, buf, cap);
+	fd_json_open(&j, NULL, '[');
+	for (const struct client *c = a->clients; c; c = c->next)
+		for (uint32_t i = 0; i < c->hiwat; i++) {
+			const struct obj *o = &c->obj[i];
+
+			if (o->type != OBJ_MR)
+				continue;
+			fd_json_open(&j, NULL, '{');
+			fd_json_kv(&j, "client", "%u", c->id);
+			fd_json_kv(&j, "iova", "\"%#llx\"", (unsigned long long)o->u.mr.iova);
+			fd_json_kv(&j, "len", "%llu", (unsigned long long)o->u.mr.len);
+			fd_json_kv(&j, "lkey", "\"%#x\"", o->u.mr.k.lkey);
+			fd_json_kv(&j, "rkey", "\"%#x\"", o->u.mr.k.rkey);
+			fd_json_kv(&j, "access", "\"%#x\"", o->u.mr.access);
+			fd_json_close(&j, '}');
+		}
+	fd_json_close(&j, ']');
+	return fd_json_done(&j);
+}
+
+size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
+{
+	struct fd_json j;
+
+	fd_json_init(&j, buf, cap);
+	fd_json_open(&j, NULL, '{');
+	fd_json_kv(&j, "clients", "%u", a->nclients);
+	fd_json_kv(&j, "accepted", "%llu", (unsigned long long)a->st.accepted);
+	fd_json_kv(&j, "refused_full", "%llu", (unsigned long long)a->st.refused_full);
+	fd_json_kv(&j, "disconnects", "%llu", (unsigned long long)a->st.disconnects);
+	fd_json_kv(&j, "msgs", "%llu", (unsigned long long)a->st.msgs);
+	fd_json_kv(&j, "proto_errors", "%llu", (unsigned long long)a->st.proto_errors);
+	fd_json_kv(&j, "bad_requests", "%llu", (unsigned long long)a->st.bad_requests);
+	fd_json_kv(&j, "ring_broken", "%llu", (unsigned long long)a->st.ring_broken);
+	fd_json_kv(&j, "doorbells", "%llu", (unsigned long long)a->st.doorbells);
+	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
+	fd_json_close(&j, '}');
+	return fd_json_done(&j);
+}

@@ -1,0 +1,1087 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cm.c - the connection manager, first form (falcond.h): daemon to daemon on its own UDP
+ * port, in the manner of the InfiniBand CM (REQ / REP / RTU) with one more message,
+ * because a Falcon QP exists only on an open connection and a connection needs both CIDs:
+ *
+ *   initiator                                   target
+ *   reserve CID_i            REQ -------->      (waits for falcon_accept: backlog)
+ *     {hello, service, CID_i, PSNs_i, data port}   reserve CID_t, open conn (CID_i),
+ *                            <-------- REP      create QP_t (INIT)
+ *   open conn (CID_t),         {hello, CID_t, PSNs_t, QPN_t, data port}
+ *   create QP_i, RTR, RTS    RTU -------->      QP_t RTR (QPN_i), RTS: accept returns
+ *                              {QPN_i}
+ *   connect returns          <-------- EST
+ *
+ * The initiator reports success only after EST, so neither side's client sends to a QP
+ * that is not ready. Lost messages: the initiator resends REQ until REP and RTU until
+ * EST, every cm_retry_ms until its deadline; the target answers a repeated REQ with its
+ * REP and a repeated RTU with EST (matched by the initiator's random txid and address).
+ * DREQ / DREP tear an established connection down: the receiver moves its QP to the error
+ * state (its client sees flushed completions) and answers; DREQ is resent until DREP, a
+ * bounded number of times.
+ *
+ * Every message carries the hello: protocol version and feature bits supported and
+ * required. A peer that requires what we lack, or speaks another version, is refused
+ * (REJ with the reason) and the reason is logged on both sides. The security issue puts
+ * its authenticated handshake in front of REQ; the message has room (flags, reason).
+ *
+ * Records live in one list, searched linearly: this is the connection setup path,
+ * bounded by max_conns + the listeners' backlogs, never the data path.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "falcond.h"
+#include "log.h"
+
+#define CM_MAGIC 0x46434d31u /* "FCM1" */
+#define CM_PEERS_MAX 64u
+#define CM_LISTENERS_MAX 64u
+#define CM_BACKLOG_TTL_NS (10ull * 1000000000ull)
+#define CM_LINGER_NS (5ull * 1000000000ull) /* target keeps an EST-ed record's txid */
+
+enum cm_type { CM_REQ = 1, CM_REP, CM_RTU, CM_EST, CM_REJ, CM_DREQ, CM_DREP };
+
+enum cm_reason {
+	CM_R_NONE = 0,
+	CM_R_NO_LISTENER,
+	CM_R_VERSION,
+	CM_R_FEATURES,
+	CM_R_NO_RESOURCES,
+	CM_R_BACKLOG_FULL,
+	CM_R_ABORTED,
+};
+
+static const char *const reason_name[] = {
+	"none", "no listener on that service", "CM version mismatch", "feature mismatch",
+	"no resources", "backlog full", "aborted",
+};
+
+/* On the wire, big endian. */
+struct cm_wire {
+	uint32_t magic;
+	uint8_t version, type;
+	uint16_t reason;
+	uint32_t features_supported, features_required;
+	uint64_t txid;
+	uint16_t service, data_port;
+	uint32_t cid;          /* the sender's local CID */
+	uint32_t qpn;          /* the sender's QP (REP, RTU, DREQ) */
+	uint32_t psn_req, psn_data, rsn; /* the sender's initial transmit PSNs and RSN */
+	uint8_t ordering, pad[3];
+	uint32_t dest_cid;     /* DREQ / DREP: the receiver's CID */
+};
+_Static_assert(sizeof(struct cm_wire) == 56, "cm message");
+
+enum cm_role { ROLE_INI = 1, ROLE_TGT };
+
+enum cm_state {
+	ST_REQ_SENT = 1,   /* ini */
+	ST_RTU_SENT,       /* ini */
+	ST_ACCEPT_WAIT,    /* tgt: an accept without a request yet */
+	ST_BACKLOG,        /* tgt: a request without an accept yet */
+	ST_REP_SENT,       /* tgt */
+	ST_ESTABLISHED,
+	ST_REMOTE_CLOSED,  /* the peer sent DREQ: QP in error, waiting for our close */
+	ST_CLOSING,        /* we sent DREQ: waiting for DREP (nothing local left) */
+};
+
+static const char *const state_name[] = {
+	"?", "req-sent", "rtu-sent", "accept-wait", "backlog", "rep-sent", "established",
+	"remote-closed", "closing",
+};
+
+struct cm_peer {
+	struct sockaddr_storage cm;
+	socklen_t cm_len;
+	uint32_t version, features_supported, features_required;
+	uint64_t last_seen_ns;
+	uint32_t conns;
+	uint64_t rejects;
+};
+
+struct cm_rec {
+	struct cm_rec *next;
+	int64_t id;
+	uint8_t role, state;
+	uint16_t service;
+	struct fd_cm *cm;
+	struct sockaddr_storage cm_addr; /* the peer daemon's CM address */
+	socklen_t cm_len;
+	uint64_t txid;
+	uint16_t peer_data_port;
+	uint32_t node_peer;       /* the peer's data address in the node */
+	uint32_t lcid, rcid, lqpn, rqpn;
+	int have_lcid, have_qp;
+	struct fc_txn *t;
+	uint32_t my_psn_req, my_psn_data, my_rsn;
+	uint32_t peer_psn_req, peer_psn_data, peer_rsn;
+	uint8_t ordering;
+	struct fd_qp_spec spec;
+	int have_spec;
+	fd_cm_done_fn done;
+	void *ctx;
+	ev_timer w;
+	uint64_t deadline_ns;
+	uint32_t tries;
+};
+
+struct cm_listener {
+	uint16_t service, backlog, queued;
+	void *owner;
+	int used;
+};
+
+struct fd_cm {
+	struct fd_daemon *d;
+	int fd;
+	ev_io w;
+	struct cm_rec *recs;
+	uint32_t nrecs;
+	int64_t next_id;
+	struct cm_peer peers[CM_PEERS_MAX];
+	uint32_t npeers;
+	struct cm_listener lst[CM_LISTENERS_MAX];
+	struct {
+		uint64_t rx, tx, rx_bad, rx_stale, rejects_sent, rejects_rcvd, retries;
+		uint64_t established, timeouts, closed;
+	} st;
+};
+
+static uint64_t rand64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = fd_now_ns() * 0x9E3779B97F4A7C15ull;
+	return v;
+}
+
+static const char *addr_str(const struct sockaddr_storage *ss, char *buf, size_t cap)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		port = ntohs(in->sin_port);
+		snprintf(buf, cap, "%s:%u", ip, port);
+	} else {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		port = ntohs(in6->sin6_port);
+		snprintf(buf, cap, "[%s]:%u", ip, port);
+	}
+	return buf;
+}
+
+static int same_sa(const struct sockaddr_storage *a, socklen_t al,
+		   const struct sockaddr_storage *b, socklen_t bl)
+{
+	struct fc_peer_addr x, y;
+
+	if (fc_io_udp_peer_addr((const void *)a, al, &x) ||
+	    fc_io_udp_peer_addr((const void *)b, bl, &y))
+		return 0;
+	return x.len == y.len && !memcmp(x.bytes, y.bytes, x.len);
+}
+
+static struct cm_peer *peer_of(struct fd_cm *cm, const struct sockaddr_storage *a, socklen_t len,
+			       int create)
+{
+	for (uint32_t i = 0; i < cm->npeers; i++)
+		if (same_sa(&cm->peers[i].cm, cm->peers[i].cm_len, a, len))
+			return &cm->peers[i];
+	if (!create || cm->npeers == CM_PEERS_MAX)
+		return NULL;
+	struct cm_peer *p = &cm->peers[cm->npeers++];
+
+	memset(p, 0, sizeof(*p));
+	memcpy(&p->cm, a, len);
+	p->cm_len = len;
+	return p;
+}
+
+/* ---- messages ---- */
+
+static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sockaddr_storage *to,
+		     socklen_t tolen, uint8_t type, uint16_t reason, uint64_t txid)
+{
+	struct cm_wire m = {
+		.magic = htonl(CM_MAGIC), .version = FD_CM_VERSION, .type = type,
+		.reason = htons(reason),
+		.features_supported = htonl(cm->d->cfg.features_supported),
+		.features_required = htonl(cm->d->cfg.features_required),
+		.txid = htobe64(txid),
+		.data_port = htons(cm->d->cfg.data_port),
+	};
+
+	if (r) {
+		m.service = htons(r->service);
+		m.cid = htonl(r->lcid);
+		m.qpn = htonl(r->lqpn);
+		m.psn_req = htonl(r->my_psn_req);
+		m.psn_data = htonl(r->my_psn_data);
+		m.rsn = htonl(r->my_rsn);
+		m.ordering = r->ordering;
+		m.dest_cid = htonl(r->rcid);
+	}
+	if (sendto(cm->fd, &m, sizeof(m), 0, (const struct sockaddr *)to, tolen) == sizeof(m))
+		cm->st.tx++;
+}
+
+static void rec_send(struct cm_rec *r, uint8_t type)
+{
+	send_msg(r->cm, r, &r->cm_addr, r->cm_len, type, 0, r->txid);
+}
+
+/* ---- records ---- */
+
+static void rec_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+
+static struct cm_rec *rec_new(struct fd_cm *cm, uint8_t role, uint8_t state)
+{
+	struct cm_rec *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->cm = cm;
+	r->id = ++cm->next_id;
+	r->role = role;
+	r->state = state;
+	ev_timer_init(&r->w, rec_timer_cb, 0., 0.);
+	r->w.data = r;
+	r->next = cm->recs;
+	cm->recs = r;
+	cm->nrecs++;
+	return r;
+}
+
+static void rec_arm(struct cm_rec *r, uint64_t after_ns)
+{
+	ev_timer_stop(r->cm->d->loop, &r->w);
+	ev_timer_set(&r->w, (double)after_ns / 1e9, 0.);
+	ev_timer_start(r->cm->d->loop, &r->w);
+}
+
+/* Undo the engine side: QP, connection, reserved CID. */
+static void rec_release(struct cm_rec *r)
+{
+	struct fc_node *n = r->cm->d->node;
+
+	if (r->have_qp) {
+		fc_rdma_qp_destroy(fc_node_rdma(n), r->lqpn);
+		r->have_qp = 0;
+	}
+	if (r->t) {
+		int rc = fc_node_conn_close(n, r->t);
+
+		if (rc)
+			LOG_W("cm: closing connection %#x: %s", r->lcid, strerror(-rc));
+		r->t = NULL;
+		r->have_lcid = 0;
+	}
+	if (r->have_lcid) {
+		fc_node_cid_release(n, r->lcid);
+		r->have_lcid = 0;
+	}
+}
+
+static void rec_free(struct cm_rec *r)
+{
+	struct fd_cm *cm = r->cm;
+
+	ev_timer_stop(cm->d->loop, &r->w);
+	rec_release(r);
+	for (struct cm_rec **pp = &cm->recs; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	cm->nrecs--;
+	free(r);
+}
+
+static void rec_fail(struct cm_rec *r, int err)
+{
+	fd_cm_done_fn done = r->done;
+	void *ctx = r->ctx;
+
+	r->done = NULL;
+	rec_free(r);
+	if (done)
+		done(ctx, err, 0, 0);
+}
+
+static struct cm_listener *listener_of(struct fd_cm *cm, uint16_t service)
+{
+	for (uint32_t i = 0; i < CM_LISTENERS_MAX; i++)
+		if (cm->lst[i].used && cm->lst[i].service == service)
+			return &cm->lst[i];
+	return NULL;
+}
+
+/* ---- the engine side of a connection ---- */
+
+static int open_conn(struct cm_rec *r)
+{
+	struct fc_txn_conn_cfg c;
+
+	fc_txn_conn_cfg_default(&c);
+	c.pdl.remote_cid = r->rcid;
+	c.pdl.ordered = r->ordering == FC_RDMA_ORDER_STRONG;
+	c.pdl.tx_psn[0] = r->my_psn_req;
+	c.pdl.tx_psn[1] = r->my_psn_data;
+	c.pdl.rx_psn[0] = r->peer_psn_req;
+	c.pdl.rx_psn[1] = r->peer_psn_data;
+	c.rsn_tx = r->my_rsn;
+	c.rsn_rx = r->peer_rsn;
+	r->t = fc_node_conn_open(r->cm->d->node, r->lcid, &c);
+	return r->t ? 0 : -errno;
+}
+
+static int make_qp(struct cm_rec *r)
+{
+	struct fc_rdma *d = fc_node_rdma(r->cm->d->node);
+	struct fc_rdma_qp_init q = r->spec.init;
+	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_INIT };
+	int rc;
+
+	q.conn = r->t;
+	q.order = r->ordering;
+	if ((rc = fc_rdma_qp_create(d, &q, &r->lqpn)))
+		return rc;
+	r->have_qp = 1;
+	if ((rc = fc_rdma_qp_attach_rings(d, r->lqpn, r->spec.sq, r->spec.sq_bytes, r->spec.rq,
+					  r->spec.rq_bytes)) ||
+	    (rc = fc_rdma_qp_modify(d, r->lqpn, &at)))
+		return rc;
+	return 0;
+}
+
+static int qp_ready(struct cm_rec *r)
+{
+	struct fc_rdma *d = fc_node_rdma(r->cm->d->node);
+	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_RTR, .remote_qpn = r->rqpn };
+	int rc = fc_rdma_qp_modify(d, r->lqpn, &at);
+
+	at.state = FC_RDMA_QPS_RTS;
+	return rc ? rc : fc_rdma_qp_modify(d, r->lqpn, &at);
+}
+
+static int peer_data(struct cm_rec *r)
+{
+	struct sockaddr_storage ss = r->cm_addr;
+	struct fc_peer_addr pa;
+	int rc;
+
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons(r->peer_data_port);
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(r->peer_data_port);
+	if ((rc = fc_io_udp_peer_addr((struct sockaddr *)&ss, r->cm_len, &pa)))
+		return rc;
+	return fc_node_peer_add(r->cm->d->node, &pa, &r->node_peer);
+}
+
+static void established(struct cm_rec *r)
+{
+	struct cm_peer *p = peer_of(r->cm, &r->cm_addr, r->cm_len, 1);
+	fd_cm_done_fn done = r->done;
+	char a[80];
+
+	r->state = ST_ESTABLISHED;
+	r->cm->st.established++;
+	if (p)
+		p->conns++;
+	LOG_I("cm: connection %#x <-> %#x with %s established (service %u, QP %u <-> %u)",
+	      r->lcid, r->rcid, addr_str(&r->cm_addr, a, sizeof(a)), r->service, r->lqpn,
+	      r->rqpn);
+	r->done = NULL;
+	if (done)
+		done(r->ctx, 0, r->lqpn, r->rqpn);
+}
+
+/* Target: an accept takes a request. */
+static void tgt_bind(struct cm_rec *r)
+{
+	struct fc_node *n = r->cm->d->node;
+	int rc;
+
+	r->my_psn_req = (uint32_t)rand64();
+	r->my_psn_data = (uint32_t)rand64();
+	r->my_rsn = (uint32_t)rand64();
+	if ((rc = peer_data(r)) || (rc = fc_node_cid_reserve(n, r->node_peer, &r->lcid)))
+		goto fail;
+	r->have_lcid = 1;
+	if ((rc = open_conn(r)) || (rc = make_qp(r)))
+		goto fail;
+	r->state = ST_REP_SENT;
+	rec_send(r, CM_REP);
+	r->deadline_ns = fd_now_ns() + (uint64_t)r->cm->d->cfg.cm_retry_ms * 1000000ull *
+		r->cm->d->cfg.cm_retries;
+	rec_arm(r, r->deadline_ns - fd_now_ns());
+	return;
+fail:
+	LOG_W("cm: cannot accept a request for service %u: %s", r->service, strerror(-rc));
+	send_msg(r->cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_RESOURCES, r->txid);
+	r->cm->st.rejects_sent++;
+	rec_fail(r, rc);
+}
+
+/* ---- receive ---- */
+
+static struct cm_rec *find_tx(struct fd_cm *cm, const struct sockaddr_storage *from, socklen_t len,
+			      uint64_t txid, uint8_t role)
+{
+	for (struct cm_rec *r = cm->recs; r; r = r->next)
+		if (r->txid == txid && r->role == role && r->state != ST_ACCEPT_WAIT &&
+		    same_sa(&r->cm_addr, r->cm_len, from, len))
+			return r;
+	return NULL;
+}
+
+static void on_req(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
+		   socklen_t len)
+{
+	uint64_t txid = be64toh(m->txid);
+	struct cm_rec *r = find_tx(cm, from, len, txid, ROLE_TGT), *w = NULL;
+	uint16_t service = ntohs(m->service);
+	struct cm_listener *l;
+
+	if (r) { /* a repeated REQ: our REP was lost */
+		if (r->state == ST_REP_SENT || r->state == ST_ESTABLISHED)
+			rec_send(r, CM_REP);
+		cm->st.rx_stale++;
+		return;
+	}
+	l = listener_of(cm, service);
+	if (!l) {
+		send_msg(cm, NULL, from, len, CM_REJ, CM_R_NO_LISTENER, txid);
+		cm->st.rejects_sent++;
+		return;
+	}
+	for (struct cm_rec *x = cm->recs; x; x = x->next)
+		if (x->state == ST_ACCEPT_WAIT && x->service == service)
+			w = x; /* the list is newest first: the last match waited longest */
+	if (!w && l->queued >= l->backlog) {
+		send_msg(cm, NULL, from, len, CM_REJ, CM_R_BACKLOG_FULL, txid);
+		cm->st.rejects_sent++;
+		return;
+	}
+	r = w ? w : rec_new(cm, ROLE_TGT, ST_BACKLOG);
+	if (!r)
+		return;
+	memcpy(&r->cm_addr, from, len);
+	r->cm_len = len;
+	r->txid = txid;
+	r->service = service;
+	r->peer_data_port = ntohs(m->data_port);
+	r->rcid = ntohl(m->cid);
+	r->peer_psn_req = ntohl(m->psn_req);
+	r->peer_psn_data = ntohl(m->psn_data);
+	r->peer_rsn = ntohl(m->rsn);
+	r->ordering = m->ordering == FC_RDMA_ORDER_WEAK ? FC_RDMA_ORDER_WEAK : FC_RDMA_ORDER_STRONG;
+	if (w) {
+		tgt_bind(r);
+	} else {
+		l->queued++;
+		rec_arm(r, CM_BACKLOG_TTL_NS);
+	}
+}
+
+static void on_rep(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
+{
+	struct fc_node *n = cm->d->node;
+	int rc;
+
+	if (r->state == ST_RTU_SENT || r->state == ST_ESTABLISHED) {
+		rec_send(r, CM_RTU); /* our RTU was lost (or the REQ repeated) */
+		cm->st.rx_stale++;
+		return;
+	}
+	if (r->state != ST_REQ_SENT)
+		return;
+	r->rcid = ntohl(m->cid);
+	r->rqpn = ntohl(m->qpn) & FC_RDMA_QPN_MASK;
+	r->peer_data_port = ntohs(m->data_port);
+	r->peer_psn_req = ntohl(m->psn_req);
+	r->peer_psn_data = ntohl(m->psn_data);
+	r->peer_rsn = ntohl(m->rsn);
+	if ((rc = peer_data(r)) || (rc = fc_node_cid_bind(n, r->lcid, r->node_peer)) ||
+	    (rc = open_conn(r)) || (rc = make_qp(r)) || (rc = qp_ready(r))) {
+		LOG_W("cm: connecting to service %u: %s", r->service, strerror(-rc));
+		send_msg(cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_RESOURCES, r->txid);
+		cm->st.rejects_sent++;
+		rec_fail(r, rc);
+		return;
+	}
+	r->state = ST_RTU_SENT;
+	r->tries = 0;
+	rec_send(r, CM_RTU);
+	rec_arm(r, (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull);
+}
+
+static void on_rtu(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
+{
+	int rc;
+
+	if (r->state == ST_ESTABLISHED) {
+		rec_send(r, CM_EST);
+		cm->st.rx_stale++;
+		return;
+	}
+	if (r->state != ST_REP_SENT)
+		return;
+	r->rqpn = ntohl(m->qpn) & FC_RDMA_QPN_MASK;
+	if ((rc = qp_ready(r))) {
+		LOG_W("cm: completing service %u: %s", r->service, strerror(-rc));
+		send_msg(cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_RESOURCES, r->txid);
+		rec_fail(r, rc);
+		return;
+	}
+	ev_timer_stop(cm->d->loop, &r->w);
+	rec_send(r, CM_EST);
+	established(r);
+}
+
+static void on_rej(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
+{
+	uint16_t why = ntohs(m->reason);
+	char a[80];
+
+	cm->st.rejects_rcvd++;
+	if (r->state != ST_REQ_SENT && r->state != ST_RTU_SENT && r->state != ST_REP_SENT)
+		return;
+	LOG_W("cm: %s refused service %u: %s", addr_str(&r->cm_addr, a, sizeof(a)), r->service,
+	      why < sizeof(reason_name) / sizeof(reason_name[0]) ? reason_name[why] : "?");
+	rec_fail(r, -ECONNREFUSED);
+}
+
+static struct cm_rec *find_conn(struct fd_cm *cm, const struct sockaddr_storage *from,
+				socklen_t len, uint32_t lcid)
+{
+	for (struct cm_rec *r = cm->recs; r; r = r->next)
+		if (r->lcid == lcid && (r->state == ST_ESTABLISHED || r->state == ST_REMOTE_CLOSED ||
+					r->state == ST_CLOSING) &&
+		    same_sa(&r->cm_addr, r->cm_len, from, len))
+			return r;
+	return NULL;
+}
+
+static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
+		    socklen_t len)
+{
+	struct cm_rec *r = find_conn(cm, from, len, ntohl(m->dest_cid));
+	char a[80];
+
+	if (r && r->state == ST_ESTABLISHED) {
+		struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_ERR };
+
+		fc_rdma_qp_modify(fc_node_rdma(cm->d->node), r->lqpn, &at);
+		r->state = ST_REMOTE_CLOSED;
+		LOG_I("cm: %s closed connection %#x: QP %u in error", addr_str(from, a, sizeof(a)),
+		      r->lcid, r->lqpn);
+		fd_kick(cm->d);
+	}
+	/* answer in any case: our DREP may have been lost after we forgot the record */
+	struct cm_wire rep = *m;
+
+	rep.type = CM_DREP;
+	rep.features_supported = htonl(cm->d->cfg.features_supported);
+	rep.features_required = htonl(cm->d->cfg.features_required);
+	if (sendto(cm->fd, &rep, sizeof(rep), 0, (const struct sockaddr *)from, len) == sizeof(rep))
+		cm->st.tx++;
+}
+
+static int hello_ok(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
+		    socklen_t len, uint16_t *why)
+{
+	uint32_t req = ntohl(m->features_required), sup = ntohl(m->features_supported);
+	struct cm_peer *p = peer_of(cm, from, len, 1);
+	char a[80];
+
+	if (p) {
+		p->version = m->version;
+		p->features_supported = sup;
+		p->features_required = req;
+		p->last_seen_ns = fd_now_ns();
+	}
+	if (m->version != FD_CM_VERSION) {
+		LOG_W("cm: %s speaks CM version %u, we speak %u: refused",
+		      addr_str(from, a, sizeof(a)), m->version, FD_CM_VERSION);
+		*why = CM_R_VERSION;
+	} else if (req & ~cm->d->cfg.features_supported) {
+		LOG_W("cm: %s requires features %#x we lack (we support %#x): refused",
+		      addr_str(from, a, sizeof(a)), req & ~cm->d->cfg.features_supported,
+		      cm->d->cfg.features_supported);
+		*why = CM_R_FEATURES;
+	} else if (cm->d->cfg.features_required & ~sup) {
+		LOG_W("cm: %s lacks features %#x we require: refused", addr_str(from, a, sizeof(a)),
+		      cm->d->cfg.features_required & ~sup);
+		*why = CM_R_FEATURES;
+	} else {
+		return 1;
+	}
+	if (p)
+		p->rejects++;
+	return 0;
+}
+
+static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
+		   socklen_t len)
+{
+	uint64_t txid = be64toh(m->txid);
+	struct cm_rec *r;
+	uint16_t why = 0;
+
+	if (ntohl(m->magic) != CM_MAGIC || !m->type || m->type > CM_DREP) {
+		cm->st.rx_bad++;
+		return;
+	}
+	if (m->type != CM_REJ && m->type != CM_DREP && !hello_ok(cm, m, from, len, &why)) {
+		if (m->type == CM_REQ || m->type == CM_REP) {
+			send_msg(cm, NULL, from, len, CM_REJ, why, txid);
+			cm->st.rejects_sent++;
+			if (m->type == CM_REP && (r = find_tx(cm, from, len, txid, ROLE_INI)))
+				rec_fail(r, -ECONNREFUSED);
+		}
+		return;
+	}
+	switch (m->type) {
+	case CM_REQ:
+		on_req(cm, m, from, len);
+		return;
+	case CM_DREQ:
+		on_dreq(cm, m, from, len);
+		return;
+	case CM_DREP:
+		r = find_conn(cm, from, len, ntohl(m->cid));
+		if (r && r->state == ST_CLOSING)
+			rec_free(r);
+		return;
+	}
+	r = find_tx(cm, from, len, txid, m->type == CM_RTU ? ROLE_TGT :
+		    m->type == CM_REJ ? 0 : ROLE_INI);
+	if (!r && m->type == CM_REJ)
+		r = find_tx(cm, from, len, txid, ROLE_INI) ?: find_tx(cm, from, len, txid, ROLE_TGT);
+	if (!r) {
+		cm->st.rx_stale++;
+		return;
+	}
+	if (m->type == CM_REP)
+		on_rep(cm, r, m);
+	else if (m->type == CM_RTU)
+		on_rtu(cm, r, m);
+	else if (m->type == CM_EST && r->state == ST_RTU_SENT) {
+		ev_timer_stop(cm->d->loop, &r->w);
+		established(r);
+	} else if (m->type == CM_REJ)
+		on_rej(cm, r, m);
+}
+
+static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct fd_cm *cm = w->data;
+
+	(void)loop;
+	(void)revents;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage from;
+		socklen_t len = sizeof(from);
+		struct cm_wire m;
+		ssize_t n = recvfrom(cm->fd, &m, sizeof(m), MSG_TRUNC, (struct sockaddr *)&from, &len);
+
+		if (n < 0)
+			return;
+		cm->st.rx++;
+		if (n != sizeof(m)) {
+			cm->st.rx_bad++;
+			continue;
+		}
+		on_msg(cm, &m, &from, len);
+	}
+}
+
+/* ---- timers ---- */
+
+static void rec_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct cm_rec *r = w->data;
+	struct fd_cm *cm = r->cm;
+	uint64_t now = fd_now_ns(), step = (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull;
+
+	(void)loop;
+	(void)revents;
+	switch (r->state) {
+	case ST_REQ_SENT:
+	case ST_RTU_SENT:
+		if (now >= r->deadline_ns) {
+			char a[80];
+
+			LOG_W("cm: no answer from %s for service %u after %u tries",
+			      addr_str(&r->cm_addr, a, sizeof(a)), r->service, r->tries + 1);
+			cm->st.timeouts++;
+			rec_fail(r, -ETIMEDOUT);
+			return;
+		}
+		r->tries++;
+		cm->st.retries++;
+		rec_send(r, r->state == ST_REQ_SENT ? CM_REQ : CM_RTU);
+		rec_arm(r, step);
+		return;
+	case ST_ACCEPT_WAIT:
+		rec_fail(r, -ETIMEDOUT);
+		return;
+	case ST_BACKLOG: {
+		struct cm_listener *l = listener_of(cm, r->service);
+
+		if (l && l->queued)
+			l->queued--;
+		rec_free(r); /* its initiator gave up long ago */
+		return;
+	}
+	case ST_REP_SENT:
+		cm->st.timeouts++;
+		LOG_W("cm: the initiator of a connection to service %u went silent", r->service);
+		rec_fail(r, -ECONNABORTED);
+		return;
+	case ST_CLOSING:
+		if (++r->tries > cm->d->cfg.cm_retries) {
+			rec_free(r);
+			return;
+		}
+		cm->st.retries++;
+		rec_send(r, CM_DREQ);
+		rec_arm(r, step);
+		return;
+	}
+}
+
+/* ---- the API side ---- */
+
+struct fd_cm *fd_cm_new(struct fd_daemon *d)
+{
+	struct fd_cm *cm = calloc(1, sizeof(*cm));
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1;
+
+	if (!cm)
+		return NULL;
+	cm->d = d;
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, d->cfg.listen_addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+		((struct sockaddr_in *)&ss)->sin_port = htons(d->cfg.cm_port);
+		len = sizeof(struct sockaddr_in);
+	} else if (inet_pton(AF_INET6, d->cfg.listen_addr,
+			     &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+		ss.ss_family = AF_INET6;
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(d->cfg.cm_port);
+		len = sizeof(struct sockaddr_in6);
+	} else {
+		free(cm);
+		errno = EINVAL;
+		return NULL;
+	}
+	cm->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (cm->fd < 0)
+		goto fail;
+	setsockopt(cm->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(cm->fd, (struct sockaddr *)&ss, len) < 0)
+		goto fail;
+	ev_io_init(&cm->w, cm_read_cb, cm->fd, EV_READ);
+	cm->w.data = cm;
+	ev_io_start(d->loop, &cm->w);
+	return cm;
+fail: {
+	int e = errno;
+
+	if (cm->fd >= 0)
+		close(cm->fd);
+	free(cm);
+	errno = e;
+	return NULL;
+}
+}
+
+void fd_cm_free(struct fd_cm *cm)
+{
+	if (!cm)
+		return;
+	while (cm->recs) {
+		struct cm_rec *r = cm->recs;
+
+		if (r->state == ST_ESTABLISHED)
+			rec_send(r, CM_DREQ); /* one try: we are going away */
+		r->done = NULL;
+		rec_free(r);
+	}
+	ev_io_stop(cm->d->loop, &cm->w);
+	close(cm->fd);
+	free(cm);
+}
+
+int fd_cm_fd(const struct fd_cm *cm)
+{
+	return cm->fd;
+}
+
+static uint64_t bound_ns(const struct fd_cm *cm, int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull * cm->d->cfg.cm_retries;
+	return (uint64_t)timeout_ms * 1000000ull;
+}
+
+int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
+		      uint16_t service, const struct fd_qp_spec *qp, int timeout_ms,
+		      fd_cm_done_fn done, void *ctx)
+{
+	struct cm_rec *r;
+	int rc;
+
+	if (!peer || len > sizeof(r->cm_addr) || !service ||
+	    (peer->sa_family != AF_INET && peer->sa_family != AF_INET6) ||
+	    (peer->sa_family == AF_INET && len < sizeof(struct sockaddr_in)) ||
+	    (peer->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)))
+		return -EINVAL;
+	if (peer->sa_family != (sa_family_t)(strchr(cm->d->cfg.listen_addr, ':') ? AF_INET6 : AF_INET))
+		return -EAFNOSUPPORT;
+	r = rec_new(cm, ROLE_INI, ST_REQ_SENT);
+	if (!r)
+		return -ENOMEM;
+	memcpy(&r->cm_addr, peer, len);
+	r->cm_len = len;
+	r->service = service;
+	r->txid = rand64();
+	r->spec = *qp;
+	r->have_spec = 1;
+	r->ordering = qp->init.order;
+	r->my_psn_req = (uint32_t)rand64();
+	r->my_psn_data = (uint32_t)rand64();
+	r->my_rsn = (uint32_t)rand64();
+	if ((rc = fc_node_cid_reserve(cm->d->node, FC_NODE_PEER_LATER, &r->lcid))) {
+		rec_free(r);
+		return rc;
+	}
+	r->have_lcid = 1;
+	r->done = done;
+	r->ctx = ctx;
+	r->deadline_ns = fd_now_ns() + bound_ns(cm, timeout_ms);
+	rec_send(r, CM_REQ);
+	rec_arm(r, (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull);
+	return r->id;
+}
+
+int fd_cm_listen(struct fd_cm *cm, uint16_t service, uint16_t backlog, void *owner)
+{
+	if (!service)
+		return -EINVAL;
+	if (listener_of(cm, service))
+		return -EADDRINUSE;
+	for (uint32_t i = 0; i < CM_LISTENERS_MAX; i++)
+		if (!cm->lst[i].used) {
+			cm->lst[i] = (struct cm_listener){ .service = service,
+							   .backlog = backlog ? backlog : 1,
+							   .owner = owner, .used = 1 };
+			return 0;
+		}
+	return -ENOSPC;
+}
+
+void fd_cm_unlisten(struct fd_cm *cm, uint16_t service)
+{
+	struct cm_listener *l = listener_of(cm, service);
+	struct cm_rec *r = cm->recs, *next;
+
+	if (!l)
+		return;
+	l->used = 0;
+	for (; r; r = next) { /* refuse what waits in the backlog */
+		next = r->next;
+		if (r->state == ST_BACKLOG && r->service == service) {
+			send_msg(cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_LISTENER, r->txid);
+			rec_free(r);
+		}
+	}
+}
+
+int64_t fd_cm_accept(struct fd_cm *cm, uint16_t service, const struct fd_qp_spec *qp,
+		     int timeout_ms, fd_cm_done_fn done, void *ctx)
+{
+	struct cm_listener *l = listener_of(cm, service);
+	struct cm_rec *r = NULL;
+
+	if (!l)
+		return -EINVAL;
+	for (struct cm_rec *x = cm->recs; x; x = x->next)
+		if (x->state == ST_BACKLOG && x->service == service)
+			r = x; /* oldest */
+	if (r) {
+		ev_timer_stop(cm->d->loop, &r->w);
+		l->queued--;
+	} else {
+		r = rec_new(cm, ROLE_TGT, ST_ACCEPT_WAIT);
+		if (!r)
+			return -ENOMEM;
+		r->service = service;
+	}
+	r->spec = *qp;
+	r->have_spec = 1;
+	r->done = done;
+	r->ctx = ctx;
+	if (r->state == ST_BACKLOG) {
+		int64_t id = r->id;
+
+		tgt_bind(r); /* may fail and free r: done has been called then */
+		return id;
+	}
+	if (timeout_ms >= 0)
+		rec_arm(r, (uint64_t)timeout_ms * 1000000ull);
+	return r->id;
+}
+
+void fd_cm_close(struct fd_cm *cm, int64_t id)
+{
+	struct cm_rec *r;
+
+	for (r = cm->recs; r && r->id != id; r = r->next)
+		;
+	if (!r)
+		return;
+	r->done = NULL;
+	if (r->state == ST_ESTABLISHED || r->state == ST_RTU_SENT || r->state == ST_REP_SENT) {
+		struct cm_peer *p = peer_of(cm, &r->cm_addr, r->cm_len, 0);
+
+		if (p && p->conns && r->state == ST_ESTABLISHED)
+			p->conns--;
+		rec_release(r);
+		r->state = ST_CLOSING;
+		r->tries = 0;
+		cm->st.closed++;
+		rec_send(r, CM_DREQ);
+		rec_arm(r, (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull);
+		return;
+	}
+	if (r->state == ST_REMOTE_CLOSED) {
+		struct cm_peer *p = peer_of(cm, &r->cm_addr, r->cm_len, 0);
+
+		if (p && p->conns)
+			p->conns--;
+		cm->st.closed++;
+	}
+	rec_free(r);
+}
+
+/* ---- admin views ---- */
+
+size_t fd_cm_json_peers(const struct fd_cm *cm, char *buf, size_t cap)
+{
+	struct fd_json j;
+	char a[80];
+
+	fd_json_init(&j, buf, cap);
+	fd_json_open(&j, NULL, '[');
+	for (uint32_t i = 0; i < cm->npeers; i++) {
+		const struct cm_peer *p = &cm->peers[i];
+
+		fd_json_open(&j, NULL, '{');
+		fd_json_kstr(&j, "cm_addr", addr_str(&p->cm, a, sizeof(a)));
+		fd_json_kv(&j, "version", "%u", p->version);
+		fd_json_kv(&j, "features_supported", "%u", p->features_supported);
+		fd_json_kv(&j, "features_required", "%u", p->features_required);
+		fd_json_kv(&j, "conns", "%u", p->conns);
+		fd_json_kv(&j, "rejects", "%llu", (unsigned long long)p->rejects);
+		fd_json_kv(&j, "last_seen_s_ago", "%.1f",
+			   (double)(fd_now_ns() - p->last_seen_ns) / 1e9);
+		fd_json_close(&j, '}');
+	}
+	fd_json_close(&j, ']');
+	return fd_json_done(&j);
+}
+
+size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap)
+{
+	struct fd_json j;
+	char a[80];
+
+	fd_json_init(&j, buf, cap);
+	fd_json_open(&j, NULL, '[');
+	for (const struct cm_rec *r = cm->recs; r; r = r->next) {
+		if (r->state == ST_ACCEPT_WAIT)
+			continue;
+		fd_json_open(&j, NULL, '{');
+		fd_json_kv(&j, "id", "%lld", (long long)r->id);
+		fd_json_kstr(&j, "role", r->role == ROLE_INI ? "initiator" : "target");
+		fd_json_kstr(&j, "state", state_name[r->state]);
+		fd_json_kstr(&j, "peer", addr_str(&r->cm_addr, a, sizeof(a)));
+		fd_json_kv(&j, "service", "%u", r->service);
+		fd_json_kv(&j, "local_cid", "%u", r->lcid);
+		fd_json_kv(&j, "remote_cid", "%u", r->rcid);
+		fd_json_kv(&j, "qpn", "%u", r->lqpn);
+		fd_json_kv(&j, "remote_qpn", "%u", r->rqpn);
+		fd_json_kstr(&j, "ordering", r->ordering == FC_RDMA_ORDER_STRONG ? "ordered" : "unordered");
+		if (r->t) {
+			const struct fc_pdl *p = fc_txn_pdl(r->t);
+			const struct fc_pdl_counters *pc = fc_pdl_counters(p);
+
+			fd_json_kv(&j, "fcwnd", "%.2f", (double)fc_pdl_fcwnd_fp(p) / FC_CWND_ONE);
+			fd_json_kv(&j, "ncwnd", "%u", fc_pdl_ncwnd(p));
+			fd_json_kv(&j, "rto_us", "%.1f", (double)fc_pdl_rto_ns(p) / 1e3);
+			fd_json_kv(&j, "outstanding_req", "%u", fc_pdl_outstanding(p, FC_WIN_REQ));
+			fd_json_kv(&j, "outstanding_data", "%u", fc_pdl_outstanding(p, FC_WIN_DATA));
+			fd_json_kv(&j, "tx_pkts", "%llu", (unsigned long long)pc->tx_pkts);
+			fd_json_kv(&j, "rx_pkts", "%llu", (unsigned long long)pc->rx_pkts);
+			fd_json_kv(&j, "retx_timeout", "%llu", (unsigned long long)pc->retx_timeout);
+			fd_json_kv(&j, "retx_early", "%llu", (unsigned long long)pc->retx_early);
+			fd_json_kv(&j, "rx_dup", "%llu", (unsigned long long)pc->rx_dup);
+			fd_json_kv(&j, "acks_tx", "%llu", (unsigned long long)pc->backs_tx + pc->eacks_tx);
+			fd_json_kv(&j, "nacks_tx", "%llu", (unsigned long long)pc->nacks_tx);
+			fd_json_kv(&j, "dead", "%d", fc_txn_is_dead(r->t));
+		}
+		fd_json_close(&j, '}');
+	}
+	fd_json_close(&j, ']');
+	return fd_json_done(&j);
+}
+
+size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap)
+{
+	struct fd_json j;
+
+	fd_json_init(&j, buf, cap);
+	fd_json_open(&j, NULL, '{');
+	fd_json_kv(&j, "rx", "%llu", (unsigned long long)cm->st.rx);
+	fd_json_kv(&j, "tx", "%llu", (unsigned long long)cm->st.tx);
+	fd_json_kv(&j, "rx_bad", "%llu", (unsigned long long)cm->st.rx_bad);
+	fd_json_kv(&j, "rx_stale", "%llu", (unsigned long long)cm->st.rx_stale);
+	fd_json_kv(&j, "retries", "%llu", (unsigned long long)cm->st.retries);
+	fd_json_kv(&j, "rejects_sent", "%llu", (unsigned long long)cm->st.rejects_sent);
+	fd_json_kv(&j, "rejects_rcvd", "%llu", (unsigned long long)cm->st.rejects_rcvd);
+	fd_json_kv(&j, "established", "%llu", (unsigned long long)cm->st.established);
+	fd_json_kv(&j, "timeouts", "%llu", (unsigned long long)cm->st.timeouts);
+	fd_json_kv(&j, "closed", "%llu", (unsigned long long)cm->st.closed);
+	fd_json_close(&j, '}');
+	return fd_json_done(&j);
+}
+
+uint32_t fd_cm_nconns(const struct fd_cm *cm)
+{
+	uint32_t n = 0;
+
+	for (const struct cm_rec *r = cm->recs; r; r = r->next)
+		n += r->state == ST_ESTABLISHED;
+	return n;
+}

@@ -1,0 +1,55 @@
+# falcond, libfalcon-client, falconctl, the demo and the examples (included by Makefile).
+
+FALCOND_SRCS := daemon/main.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/log.c
+FALCOND_OBJS := $(FALCOND_SRCS:%.c=$(BUILD)/%.o)
+FALCOND := $(BUILD)/daemon/falcond
+
+$(FALCOND): $(FALCOND_OBJS) $(NODE_LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(FALCOND_OBJS) -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lev
+
+# the client library: position-independent, only falcon_* exported (symbol version map)
+CLIENT_VERSION := 0.1.0
+CLIENT_SONAME := libfalcon-client.so.0
+CLIENT_LIB := $(BUILD)/lib/libfalcon-client.so
+$(BUILD)/lib/client.pic.o: lib/client.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(CLIENT_LIB): $(BUILD)/lib/client.pic.o lib/libfalcon-client.map
+	$(CC) -shared -Wl,-soname,$(CLIENT_SONAME) -Wl,--version-script=lib/libfalcon-client.map \
+		-Wl,--no-undefined $< -o $@.$(CLIENT_VERSION) $(ALL_LDFLAGS) -lpthread
+	ln -sf $(notdir $@).$(CLIENT_VERSION) $(BUILD)/lib/$(CLIENT_SONAME)
+	ln -sf $(notdir $@).$(CLIENT_VERSION) $@
+
+$(BUILD)/lib/falcon-client.pc: lib/falcon-client.pc.in
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(CLIENT_VERSION)|' $< > $@
+
+FALCONCTL := $(BUILD)/cli/falconctl
+$(FALCONCTL): cli/falconctl.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS)
+
+# programs over the client library find it beside them in the build tree
+CLIENT_LINK := -L$(BUILD)/lib -lfalcon-client -Wl,-rpath,'$$ORIGIN/../lib' -lpthread
+EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+$(BUILD)/examples/%: examples/%.c $(CLIENT_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) $(CLIENT_LINK)
+
+FALCON_PERF := $(if $(wildcard bench/falcon_perf.c),$(BUILD)/bench/falcon-perf)
+$(BUILD)/bench/falcon-perf: bench/falcon_perf.c $(CLIENT_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) $(CLIENT_LINK) -lm
+
+DAEMON_ALL := $(FALCOND) $(CLIENT_LIB) $(BUILD)/lib/falcon-client.pc $(FALCONCTL) \
+	$(EXAMPLE_BINS) $(FALCON_PERF)
+
+# end-to-end test programs (tests/e2e/*.sh run them against live daemons)
+E2E_BINS := $(BUILD)/tests/e2e/e2e_client $(BUILD)/tests/e2e/api_abuse
+$(BUILD)/tests/e2e/%: tests/e2e/%.c $(CLIENT_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) -L$(BUILD)/lib -lfalcon-client \
+		-Wl,-rpath,'$$ORIGIN/../../lib' -lpthread
+DAEMON_ALL += $(E2E_BINS)

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * falcond.h - the daemon's parts and what they share (DESIGN.md, "What the daemon
+ * does"). One thread runs one libev loop over one node:
+ *
+ *   main.c   options and config file, the loop, the node's I/O and its one timer
+ *   cm.c     connection manager: daemon to daemon on its own UDP port
+ *   api.c    the clients' Unix socket: objects per client, rings, doorbells
+ *   admin.c  falconctl's socket: status, peers, connections, QPs, MRs, counters
+ *
+ * The parts reach each other only through the functions below.
+ */
+#ifndef FC_FALCOND_H
+#define FC_FALCOND_H
+
+#include <ev.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "fault.h"
+#include "io_udp.h"
+#include "node.h"
+
+#define FD_CM_VERSION 1u
+/* CM feature bits (the hello of every CM message): what a daemon supports and what it
+ * requires of its peer. None are defined by this version but the room is the point: the
+ * security issue adds PSP and its ciphers. */
+#define FD_CM_F_ALL 0u
+
+struct fd_cfg {
+	char api_path[108];       /* API socket */
+	char admin_path[108];     /* admin socket */
+	char listen_addr[64];     /* data and CM address (IPv4 or IPv6 literal) */
+	uint16_t data_port, cm_port;
+	uint32_t max_conns, max_qps, max_cqs, max_mrs, max_clients;
+	uint32_t mtu_bytes;       /* RDMA payload per transaction */
+	uint32_t features_supported, features_required; /* CM hello (tests can require more) */
+	uint32_t cm_retry_ms, cm_retries;
+	struct fc_fault_cfg fault;
+	int fault_on;
+	int log_level;
+};
+
+struct fd_api;
+struct fd_cm;
+struct fd_admin;
+
+struct fd_daemon {
+	struct fd_cfg cfg;
+	struct ev_loop *loop;
+	struct fc_node *node;
+	struct fc_io_udp *io;
+	struct fc_fault *fault;       /* NULL unless fault knobs are set */
+	ev_io io_w;
+	ev_timer timer_w;             /* the node's one timer */
+	ev_prepare prep_w;            /* before sleeping: rings, doorbells, tx */
+	ev_check check_w;
+	ev_idle idle_w;               /* keeps the loop from sleeping while work is left */
+	ev_signal sig_w[2];
+	ev_timer fault_w;             /* releases frames the fault layer holds */
+	struct fd_api *api;
+	struct fd_cm *cm;
+	struct fd_admin *admin;
+	uint64_t start_ns;
+	uint64_t loops, tx_rounds;
+};
+
+uint64_t fd_now_ns(void);
+/* Run the engine's transmit side until it has nothing to send or a budget is spent;
+ * re-arm the node timer. Everything that gives the engine work calls it. */
+void fd_kick(struct fd_daemon *d);
+
+/* ---- cm.c ---- */
+
+/* What a QP is made of, given by the API side to the CM (which creates it when the
+ * handshake reaches that point). */
+struct fd_qp_spec {
+	struct fc_rdma_qp_init init;  /* pd, cqs, depths, order...; conn set by the CM */
+	void *sq, *rq;                /* rings to attach */
+	size_t sq_bytes, rq_bytes;
+};
+
+/* The end of a connect or an accept: status 0 (qpn, remote_qpn set) or -errno. */
+typedef void (*fd_cm_done_fn)(void *ctx, int status, uint32_t qpn, uint32_t remote_qpn);
+
+struct fd_cm *fd_cm_new(struct fd_daemon *d);
+void fd_cm_free(struct fd_cm *cm);
+int fd_cm_fd(const struct fd_cm *cm);
+/* Start connecting to service at the peer daemon's CM address. Returns a connection id
+ * (> 0) whose done is called once, or -errno. */
+int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
+		      uint16_t service, const struct fd_qp_spec *qp, int timeout_ms,
+		      fd_cm_done_fn done, void *ctx);
+/* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */
+int fd_cm_listen(struct fd_cm *cm, uint16_t service, uint16_t backlog, void *owner);
+void fd_cm_unlisten(struct fd_cm *cm, uint16_t service);
+/* Take a waiting request of service (now or when one comes, until timeout_ms; < 0:
+ * forever): returns a connection id as fd_cm_connect. */
+int64_t fd_cm_accept(struct fd_cm *cm, uint16_t service, const struct fd_qp_spec *qp,
+		     int timeout_ms, fd_cm_done_fn done, void *ctx);
+/* Give up a connection: a pending connect / accept completes with nothing (done is not
+ * called); an established one destroys its QP, closes the Falcon connection and tells
+ * the peer (DREQ, retried). */
+void fd_cm_close(struct fd_cm *cm, int64_t id);
+
+/* Admin views: write JSON of peers / connections into buf; returns bytes written
+ * (truncated at cap, never more). */
+size_t fd_cm_json_peers(const struct fd_cm *cm, char *buf, size_t cap);
+size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap);
+size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap);
+uint32_t fd_cm_nconns(const struct fd_cm *cm);
+
+/* ---- api.c ---- */
+
+struct fd_api *fd_api_new(struct fd_daemon *d);
+void fd_api_free(struct fd_api *a);
+/* Before the loop sleeps: take posted WRs from every ring, wake clients waiting on CQs.
+ * Returns nonzero when WRs were taken (the loop should not sleep yet). */
+int fd_api_prepare(struct fd_api *a, int going_to_sleep);
+uint32_t fd_api_nclients(const struct fd_api *a);
+size_t fd_api_json_clients(const struct fd_api *a, char *buf, size_t cap);
+size_t fd_api_json_qps(const struct fd_api *a, char *buf, size_t cap);
+size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap);
+size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap);
+
+/* ---- admin.c ---- */
+
+struct fd_admin *fd_admin_new(struct fd_daemon *d);
+void fd_admin_free(struct fd_admin *ad);
+
+/* ---- json.c: appending JSON into a fixed buffer ---- */
+
+struct fd_json {
+	char *buf;
+	size_t cap, len;   /* len may exceed cap: the text was truncated */
+	int first;         /* no comma before the next member */
+};
+
+void fd_json_init(struct fd_json *j, char *buf, size_t cap);
+void fd_json_raw(struct fd_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "key": then the value formatted by fmt; a comma first unless the object just opened. */
+void fd_json_kv(struct fd_json *j, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void fd_json_kstr(struct fd_json *j, const char *key, const char *s);
+void fd_json_open(struct fd_json *j, const char *key, char bracket); /* key may be NULL */
+void fd_json_close(struct fd_json *j, char bracket);
+size_t fd_json_done(const struct fd_json *j);
+
+#endif

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * falcon/api.h - the control protocol between libfalcon-client and falcond (DESIGN.md,
+ * "The client data path"). ABI: both sides compile this header; sizes are fixed by the
+ * static asserts below and every message starts with its header's size and the protocol
+ * version, so either side can refuse what it does not understand.
+ *
+ * Transport: a SOCK_SEQPACKET Unix socket (one message per datagram, at most
+ * FC_API_MSG_MAX bytes); SO_PEERCRED names the client. File descriptors (memfds of
+ * registered buffers, ring memfds, eventfds) travel as SCM_RIGHTS with the message that
+ * names them. The client sends one request at a time and waits for its reply (seq
+ * echoes the request's); CONNECT and ACCEPT reply when the connection is set up or has
+ * failed, which may take seconds.
+ *
+ * Everything a client sends is input to the daemon: a message of the wrong size, an
+ * unknown type or version, a handle that is not the client's own gets an error reply
+ * (status = -errno) or, for a broken header, the client's disconnection. Handles are per
+ * client: numbers in the client's own object table, meaningless for any other client.
+ */
+#ifndef FALCON_API_H
+#define FALCON_API_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#define FC_API_VERSION 1u
+#define FC_API_MSG_MAX 512u
+#define FC_API_FDS_MAX 2u      /* descriptors per message */
+
+enum fc_api_type {
+	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd */
+	FC_API_ALLOC_PD,
+	FC_API_DEALLOC_PD,
+	FC_API_REG_MR,         /* fd: the memfd of the buffer */
+	FC_API_DEREG_MR,
+	FC_API_CREATE_CQ,      /* reply fds: ring memfd, notification eventfd */
+	FC_API_DESTROY_CQ,
+	FC_API_LISTEN,
+	FC_API_CLOSE_LISTENER,
+	FC_API_CONNECT,        /* reply fd: rings memfd */
+	FC_API_ACCEPT,         /* reply fd: rings memfd */
+	FC_API_DESTROY_QP,
+	FC_API_TYPE_END
+};
+
+struct fc_api_hdr {
+	uint16_t hdr_size;     /* sizeof(struct fc_api_hdr) */
+	uint16_t version;      /* FC_API_VERSION */
+	uint16_t type;         /* enum fc_api_type; the reply has the request's */
+	uint16_t flags;        /* 0 */
+	uint32_t len;          /* whole message, header included */
+	uint32_t seq;          /* the client's; the reply echoes it */
+	int32_t status;        /* replies: 0 or -errno */
+	uint32_t pad;
+};
+
+/* HELLO: the client says who it is; the daemon answers with its limits. */
+struct fc_api_hello {
+	uint32_t client_version; /* FC_API_VERSION */
+	uint32_t pad;
+};
+struct fc_api_hello_rep {
+	uint32_t max_sge, max_ring_entries, max_msg_bytes, mtu_bytes;
+};
+
+/* PD, MR and CQ handles, listener and QP handles: client-local numbers. */
+struct fc_api_handle {
+	uint32_t handle;
+	uint32_t pad;
+};
+
+/* REG_MR: register [iova, iova+len) = bytes [offset, offset+len) of the memfd sent
+ * along (sealed against shrinking: F_SEAL_SHRINK, else -EPERM). */
+struct fc_api_reg_mr {
+	uint32_t pd;
+	uint32_t access;       /* enum falcon_access */
+	uint64_t iova;
+	uint64_t len;
+	uint64_t offset;       /* page aligned */
+};
+struct fc_api_reg_mr_rep {
+	uint32_t handle, lkey, rkey, pad;
+};
+
+struct fc_api_create_cq {
+	uint32_t entries;      /* a power of 2 */
+	uint32_t pad;
+};
+struct fc_api_create_cq_rep {
+	uint32_t handle;
+	uint32_t pad;
+	uint64_t ring_bytes;   /* of the memfd (a struct fc_ring_hdr ring, FC_RING_CQ) */
+};
+
+struct fc_api_listen {
+	uint16_t service;
+	uint16_t backlog;
+	uint32_t pad;
+};
+
+/* The QP part of CONNECT and ACCEPT. */
+struct fc_api_qp_attr {
+	uint32_t pd, send_cq, recv_cq;
+	uint32_t sq_entries, rq_entries;    /* powers of 2 */
+	uint32_t max_send_sge, max_recv_sge, max_inflight;
+	uint8_t type, ordering, rnr_retry, min_rnr_timer;
+};
+
+struct fc_api_connect {
+	struct fc_api_qp_attr qp;
+	uint16_t service;
+	uint8_t addr_len;      /* bytes of addr used (a sockaddr_in / sockaddr_in6) */
+	uint8_t pad;
+	int32_t timeout_ms;    /* < 0: the daemon's bound */
+	uint8_t addr[28];      /* the peer daemon's CM address */
+};
+
+struct fc_api_accept {
+	struct fc_api_qp_attr qp;
+	uint32_t listener;
+	int32_t timeout_ms;    /* < 0: forever */
+};
+
+/* CONNECT / ACCEPT reply: the rings live in the memfd sent along, the send ring at
+ * offset 0 and the receive ring at rq_offset. */
+struct fc_api_qp_rep {
+	uint32_t handle, qpn, remote_qpn, pad;
+	uint64_t rings_bytes, rq_offset;
+};
+
+_Static_assert(sizeof(struct fc_api_hdr) == 24, "api header");
+_Static_assert(sizeof(struct fc_api_reg_mr) == 32, "reg_mr");
+_Static_assert(sizeof(struct fc_api_qp_attr) == 36, "qp attr");
+_Static_assert(sizeof(struct fc_api_connect) == 72, "connect");
+_Static_assert(sizeof(struct fc_api_accept) == 44, "accept");
+_Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
+
+/* Body size of a request of type t (0 for an unknown type). */
+static inline uint32_t fc_api_req_body(uint16_t t)
+{
+	switch (t) {
+	case FC_API_HELLO: return sizeof(struct fc_api_hello);
+	case FC_API_ALLOC_PD: return 0;
+	case FC_API_DEALLOC_PD:
+	case FC_API_DEREG_MR:
+	case FC_API_DESTROY_CQ:
+	case FC_API_CLOSE_LISTENER:
+	case FC_API_DESTROY_QP: return sizeof(struct fc_api_handle);
+	case FC_API_REG_MR: return sizeof(struct fc_api_reg_mr);
+	case FC_API_CREATE_CQ: return sizeof(struct fc_api_create_cq);
+	case FC_API_LISTEN: return sizeof(struct fc_api_listen);
+	case FC_API_CONNECT: return sizeof(struct fc_api_connect);
+	case FC_API_ACCEPT: return sizeof(struct fc_api_accept);
+	default: return 0;
+	}
+}
+
+/* Check a received message of n bytes: 0 (header and body size agree with its type),
+ * -EPROTO (not a message of this protocol: too short, wrong header size or version, len
+ * not n; the peer is broken and gets disconnected), -EINVAL (unknown type, flags set,
+ * wrong body size for the type; answered with an error). */
+static inline int fc_api_msg_check(const void *msg, unsigned long n)
+{
+	const struct fc_api_hdr *h = (const struct fc_api_hdr *)msg;
+
+	if (!msg || n < sizeof(*h) || n > FC_API_MSG_MAX || h->hdr_size != sizeof(*h) ||
+	    h->version != FC_API_VERSION || h->len != n)
+		return -EPROTO;
+	if (!h->type || h->type >= FC_API_TYPE_END || h->flags ||
+	    n - sizeof(*h) != fc_api_req_body(h->type))
+		return -EINVAL;
+	return 0;
+}
+
+#endif

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * falcon/falcon.h - libfalcon-client: RDMA over Falcon through falcond, with a verbs-like
+ * API (DESIGN.md, "The client data path").
+ *
+ * A program opens a context on the local falcond, allocates a protection domain,
+ * registers memory, creates completion queues, and gets connected RC queue pairs from
+ * falcon_connect / falcon_accept (rdma_cm style: a host, a service number). Work requests
+ * go straight into send and receive rings the daemon shares with the process; completions
+ * come back through a completion ring. The Unix socket to the daemon carries only the
+ * control path (open, PD, MR, CQ, QP, connect, destroy).
+ *
+ *   ctx = falcon_open(NULL);                 pd = falcon_alloc_pd(ctx);
+ *   buf = falcon_alloc_buf(ctx, len);        mr = falcon_reg_mr(pd, buf, len, access);
+ *   cq  = falcon_create_cq(ctx, 256);
+ *   qp  = falcon_connect(pd, "host", service, &attr)   |   l = falcon_listen(ctx, service, 8);
+ *                                                       |   qp = falcon_accept(l, pd, &attr, -1);
+ *   falcon_post_send(qp, &wr, &bad);  ...  falcon_poll_cq(cq, n, wc);
+ *
+ * Errors: functions returning int return 0 or a negative errno and set errno to its
+ * absolute value; constructors return NULL and set errno. falcon_strerror names them.
+ * Completion statuses and opcodes are numbered as ibverbs' (enum ibv_wc_status,
+ * ibv_wc_opcode), so verbs code maps one to one.
+ *
+ * Memory: falcon_alloc_buf gives memory the daemon maps (a sealed memfd): RDMA on it is
+ * zero-copy. falcon_reg_mr accepts ranges inside such buffers. As with verbs, a buffer a
+ * work request names must not change before the request completes.
+ *
+ * Threads: a context's control calls are serialized by the library; a QP's post calls
+ * and a CQ's poll calls need the caller's own serialization (one thread per QP / CQ),
+ * as in most verbs providers.
+ */
+#ifndef FALCON_FALCON_H
+#define FALCON_FALCON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FALCON_SOCKET_DEFAULT "/run/falcon/falcond.sock" /* or $FALCON_SOCKET */
+#define FALCON_CM_PORT_DEFAULT 7471 /* a daemon's connection-manager UDP port */
+
+struct falcon_context;
+struct falcon_pd;
+struct falcon_cq;
+struct falcon_listener;
+
+/* A registered region. */
+struct falcon_mr {
+	void *addr;
+	size_t length;
+	uint32_t lkey;   /* names it in this process's work requests */
+	uint32_t rkey;   /* names it in a peer's RDMA READ / WRITE / atomic */
+};
+
+/* A queue pair. qp_num is its 24-bit number (as the peer sees it in completions). */
+struct falcon_qp {
+	uint32_t qp_num;
+	uint32_t remote_qp_num; /* the connected peer's QP */
+};
+
+/* ---- context ---- */
+
+/* Connect to falcond's API socket at socket_path (NULL: $FALCON_SOCKET, else
+ * FALCON_SOCKET_DEFAULT). NULL and errno: ENOENT / ECONNREFUSED (no daemon there),
+ * EPROTO (a daemon of another protocol version), ENOMEM. */
+struct falcon_context *falcon_open(const char *socket_path);
+/* Close everything the context holds (QPs, CQs, MRs, PDs, buffers) and the context. */
+int falcon_close(struct falcon_context *ctx);
+
+/* ---- protection domains and memory ---- */
+
+struct falcon_pd *falcon_alloc_pd(struct falcon_context *ctx);
+/* -EBUSY while MRs or QPs use it. */
+int falcon_dealloc_pd(struct falcon_pd *pd);
+
+/* len bytes (rounded up to a page) of zeroed memory the daemon can reach without a copy.
+ * NULL and errno: EINVAL (len 0 or above 1 TiB), ENOMEM, or the errors of memfd_create. */
+void *falcon_alloc_buf(struct falcon_context *ctx, size_t len);
+/* Free a buffer of falcon_alloc_buf. -EINVAL: not one; -EBUSY: an MR still covers it. */
+int falcon_free_buf(struct falcon_context *ctx, void *buf);
+
+enum falcon_access {
+	FALCON_ACCESS_LOCAL_WRITE = 1u << 0,
+	FALCON_ACCESS_REMOTE_READ = 1u << 1,
+	FALCON_ACCESS_REMOTE_WRITE = 1u << 2,
+	FALCON_ACCESS_REMOTE_ATOMIC = 1u << 3,
+	FALCON_ACCESS_REMOTE_INVALIDATE = 1u << 4,
+};
+
+/* Register [addr, addr+len) with access (enum falcon_access; REMOTE_WRITE and
+ * REMOTE_ATOMIC need LOCAL_WRITE, as in verbs). NULL and errno: EINVAL (bad access bits,
+ * len 0), EFAULT (the range is not inside one buffer of falcon_alloc_buf), ENOSPC (the
+ * daemon's region table is full), ENOTCONN (daemon gone). */
+struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len, unsigned access);
+int falcon_dereg_mr(struct falcon_mr *mr);
+
+/* ---- completion queues ---- */
+
+/* A CQ with room for at least cqe completions (rounded up to a power of 2, at most
+ * 65536). NULL and errno: EINVAL, ENOSPC, ENOMEM. */
+struct falcon_cq *falcon_create_cq(struct falcon_context *ctx, int cqe);
+/* -EBUSY while a QP uses it. */
+int falcon_destroy_cq(struct falcon_cq *cq);
+
+enum falcon_wc_status { /* = enum ibv_wc_status */
+	FALCON_WC_SUCCESS = 0,
+	FALCON_WC_LOC_LEN_ERR = 1,
+	FALCON_WC_LOC_QP_OP_ERR = 2,
+	FALCON_WC_LOC_PROT_ERR = 4,
+	FALCON_WC_WR_FLUSH_ERR = 5,
+	FALCON_WC_LOC_ACCESS_ERR = 8,
+	FALCON_WC_REM_INV_REQ_ERR = 9,
+	FALCON_WC_REM_ACCESS_ERR = 10,
+	FALCON_WC_REM_OP_ERR = 11,
+	FALCON_WC_RETRY_EXC_ERR = 12,
+	FALCON_WC_RNR_RETRY_EXC_ERR = 13,
+	FALCON_WC_GENERAL_ERR = 21,
+};
+
+enum falcon_wc_opcode { /* = enum ibv_wc_opcode */
+	FALCON_WC_SEND = 0,
+	FALCON_WC_RDMA_WRITE = 1,
+	FALCON_WC_RDMA_READ = 2,
+	FALCON_WC_COMP_SWAP = 3,
+	FALCON_WC_FETCH_ADD = 4,
+	FALCON_WC_MASKED_COMP_SWAP = 9,
+	FALCON_WC_MASKED_FETCH_ADD = 10,
+	FALCON_WC_RECV = 128,
+	FALCON_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+#define FALCON_WC_WITH_IMM 0x2u   /* imm_data is valid */
+#define FALCON_WC_WITH_INV 0x8u   /* invalidated_rkey is valid */
+
+struct falcon_wc {
+	uint64_t wr_id;
+	uint32_t status;           /* enum falcon_wc_status */
+	uint32_t opcode;           /* enum falcon_wc_opcode */
+	uint32_t wc_flags;         /* FALCON_WC_WITH_* */
+	uint32_t byte_len;
+	uint32_t imm_data;         /* host byte order */
+	uint32_t invalidated_rkey;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t vendor_err;       /* Falcon completion code | IB NAK code << 8 */
+};
+
+/* Up to n completions, oldest first: their number (0: none), or -EOVERFLOW (the CQ
+ * overflowed: completions were lost and its QPs are in error), -EPROTO (the daemon broke
+ * the ring). Never blocks, never makes a system call. */
+int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc);
+/* Ask for a wakeup of falcon_cq_fd at the next completion (solicited_only is taken as
+ * "any completion": falcond wakes on every one). As with verbs, poll once more after
+ * arming: a completion that arrived before is not announced. */
+int falcon_req_notify_cq(struct falcon_cq *cq, int solicited_only);
+/* A file descriptor that polls readable after a requested notification. */
+int falcon_cq_fd(const struct falcon_cq *cq);
+/* Consume the notification(s) of the fd: 0, -EAGAIN (none pending; the fd is
+ * non-blocking). */
+int falcon_cq_ack_events(struct falcon_cq *cq);
+/* Wait (poll the fd) until a completion is there or timeout_ms passes (-1: forever):
+ * arms, re-polls and sleeps as the verbs idiom does. Returns the number of completions
+ * polled into wc (> 0), 0 on timeout, or a negative errno. */
+int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int timeout_ms);
+
+/* ---- queue pairs (reliable connected) ---- */
+
+enum falcon_qp_type {
+	FALCON_QPT_RC = 1,
+};
+
+enum falcon_ordering { /* RDMA over Falcon spec 6.2 */
+	FALCON_ORDER_STRONG = 0,  /* ordered Falcon connection (default) */
+	FALCON_ORDER_WEAK = 1,    /* unordered connection, in-order completions */
+};
+
+struct falcon_qp_init_attr {
+	size_t size;               /* sizeof(struct falcon_qp_init_attr) */
+	uint32_t qp_type;          /* enum falcon_qp_type (0: RC) */
+	struct falcon_cq *send_cq;
+	struct falcon_cq *recv_cq;
+	uint32_t max_send_wr;      /* send ring entries (rounded up to a power of 2; 0: 128) */
+	uint32_t max_recv_wr;      /* receive ring entries (likewise; 0: 128) */
+	uint32_t max_send_sge;     /* <= 4 (0: 4) */
+	uint32_t max_recv_sge;     /* <= 4 (0: 4) */
+	uint32_t max_inflight;     /* transactions in flight (0: 128) */
+	uint32_t ordering;         /* enum falcon_ordering */
+	uint8_t rnr_retry;         /* 0..7, 7 = retry forever (default 7 when 0 is not
+				      wanted: set FALCON_QP_RNR_RETRY_SET in flags) */
+	uint8_t min_rnr_timer;     /* 5-bit IB RNR timer code (0: 1 = 10 us) */
+	uint16_t flags;            /* FALCON_QP_* */
+};
+
+#define FALCON_QP_RNR_RETRY_SET 0x1u /* use rnr_retry as given (else 7) */
+
+/* Connect to the service on host: host is "name-or-address[:cm-port]" of the peer's
+ * falcond (cm-port default FALCON_CM_PORT_DEFAULT; IPv6 literals in brackets). Sets up a
+ * Falcon connection between the two daemons and an RC QP at each end, both ready to
+ * send when this returns. timeout_ms < 0: the daemon's bound (about 3 s of retries).
+ * NULL and errno: EINVAL (bad attr), EHOSTUNREACH / ENOENT (name does not resolve),
+ * ECONNREFUSED (no listener for the service, or the peer refused our version or
+ * features), ETIMEDOUT (no answer), ENOSPC (connection or QP tables full). */
+struct falcon_qp *falcon_connect(struct falcon_pd *pd, const char *host, uint16_t service,
+				 const struct falcon_qp_init_attr *attr, int timeout_ms);
+
+/* Listen on service (1..65535) with room for backlog connection requests waiting for
+ * falcon_accept. NULL and errno: EADDRINUSE (someone listens there), EINVAL. */
+struct falcon_listener *falcon_listen(struct falcon_context *ctx, uint16_t service,
+				      int backlog);
+/* Take the next connection request (waiting up to timeout_ms; -1: forever), create this
+ * side's QP with attr and complete the connection. NULL and errno: ETIMEDOUT, and the
+ * errors of falcon_connect. */
+struct falcon_qp *falcon_accept(struct falcon_listener *l, struct falcon_pd *pd,
+				const struct falcon_qp_init_attr *attr, int timeout_ms);
+int falcon_listener_close(struct falcon_listener *l);
+
+/* Disconnect (the peer's QP goes to the error state) and free the QP. Its work requests
+ * still outstanding complete into nothing. */
+int falcon_destroy_qp(struct falcon_qp *qp);
+
+/* ---- work requests ---- */
+
+struct falcon_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum falcon_wr_opcode {
+	FALCON_WR_SEND = 0,
+	FALCON_WR_SEND_WITH_IMM = 1,
+	FALCON_WR_SEND_WITH_INV = 2,
+	FALCON_WR_RDMA_WRITE = 3,
+	FALCON_WR_RDMA_WRITE_WITH_IMM = 4,
+	FALCON_WR_RDMA_READ = 5,
+	FALCON_WR_ATOMIC_CMP_AND_SWP = 6,
+	FALCON_WR_ATOMIC_FETCH_AND_ADD = 7,
+	FALCON_WR_MASKED_ATOMIC_CMP_AND_SWP = 8,   /* RFC 7306 */
+	FALCON_WR_MASKED_ATOMIC_FETCH_AND_ADD = 9, /* RFC 7306 */
+};
+
+#define FALCON_SEND_SOLICITED 0x1u
+
+struct falcon_send_wr {
+	uint64_t wr_id;
+	struct falcon_send_wr *next;
+	struct falcon_sge *sg_list;
+	int num_sge;               /* <= max_send_sge; atomics: exactly 1, 8 bytes */
+	uint32_t opcode;           /* enum falcon_wr_opcode */
+	uint32_t send_flags;       /* FALCON_SEND_*; every WR completes (all signaled) */
+	uint32_t imm_data;         /* *_WITH_IMM (host byte order) */
+	uint32_t invalidate_rkey;  /* SEND_WITH_INV */
+	uint64_t remote_addr;      /* RDMA and atomics */
+	uint32_t rkey;
+	/* atomics as verbs: CmpSwap compares compare_add and writes swap, FetchAdd adds
+	 * compare_add; masked (RFC 7306): compare_add_mask is the compare mask (CmpSwap) or
+	 * the add's carry-boundary mask (FetchAdd), swap_mask the swap mask */
+	uint64_t compare_add, swap, compare_add_mask, swap_mask;
+};
+
+struct falcon_recv_wr {
+	uint64_t wr_id;
+	struct falcon_recv_wr *next;
+	struct falcon_sge *sg_list;
+	int num_sge;
+};
+
+/* Post a list of send WRs into the QP's send ring. 0, or a negative errno with *bad_wr at
+ * the first WR not posted: -ENOMEM (ring full: as ibv_post_send), -EINVAL (num_sge out of
+ * range, unknown opcode), -ENOTCONN (daemon gone). Everything before *bad_wr is posted
+ * and will complete exactly once. The daemon is woken only when it sleeps. */
+int falcon_post_send(struct falcon_qp *qp, struct falcon_send_wr *wr,
+		     struct falcon_send_wr **bad_wr);
+int falcon_post_recv(struct falcon_qp *qp, struct falcon_recv_wr *wr,
+		     struct falcon_recv_wr **bad_wr);
+
+/* ---- names ---- */
+
+/* A message for a negative errno of this API (or a positive one). */
+const char *falcon_strerror(int err);
+/* "SUCCESS", "REM_ACCESS_ERR", ... as ibverbs names them without IBV_WC_. */
+const char *falcon_wc_status_str(uint32_t status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,934 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * client.c - libfalcon-client (falcon/falcon.h): the control path over falcond's Unix
+ * socket (falcon/api.h), the data path straight into shared rings (falcon/queue.h).
+ *
+ * Every object the library hands out is also on its context's list, so falcon_close
+ * frees what the program did not; the daemon releases its side when the socket closes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "falcon/api.h"
+#include "falcon/falcon.h"
+#include "falcon/queue.h"
+
+#define API __attribute__((visibility("default")))
+#define PAGE 4096ull
+#define RING_DEFAULT 128u
+
+enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF };
+
+/* Every object starts with this: the context's list. */
+struct node {
+	struct node *next, *prev;
+	struct falcon_context *ctx;
+	uint32_t kind, handle;
+};
+
+struct falcon_context {
+	struct node head;            /* list of everything below */
+	pthread_mutex_t lock;        /* one request at a time on the socket */
+	int sock, db_fd;
+	uint32_t seq;
+	struct fc_api_hello_rep limits;
+};
+
+struct falcon_pd {
+	struct node n;
+	uint32_t refs;
+};
+
+struct buf {
+	struct node n;
+	uint8_t *addr;
+	size_t len;
+	int fd;
+	uint32_t mrs;
+};
+
+struct lmr {
+	struct falcon_mr pub;        /* first: the user's pointer */
+	struct node n;
+	struct falcon_pd *pd;
+	struct buf *b;
+};
+
+struct falcon_cq {
+	struct node n;
+	void *ring;
+	size_t bytes;
+	int evfd;
+	uint32_t refs;
+};
+
+struct falcon_listener {
+	struct node n;
+	uint16_t service;
+};
+
+struct lqp {
+	struct falcon_qp pub;        /* first */
+	struct node n;
+	void *rings, *sq, *rq;
+	size_t bytes;
+	struct falcon_pd *pd;
+	struct falcon_cq *scq, *rcq;
+	uint32_t max_send_sge, max_recv_sge;
+};
+
+static int fail(int err)
+{
+	errno = err < 0 ? -err : err;
+	return err < 0 ? err : -err;
+}
+
+static void *fail_null(int err)
+{
+	errno = err < 0 ? -err : err;
+	return NULL;
+}
+
+static void link_node(struct falcon_context *ctx, struct node *n, uint32_t kind, uint32_t handle)
+{
+	n->ctx = ctx;
+	n->kind = kind;
+	n->handle = handle;
+	n->next = ctx->head.next;
+	n->prev = &ctx->head;
+	ctx->head.next->prev = n;
+	ctx->head.next = n;
+}
+
+static void unlink_node(struct node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+}
+
+/* ---- the control socket ---- */
+
+/* Send a request, wait for its reply. Returns the reply's status (0 or -errno) with the
+ * body copied to out (at most out_len bytes) and up to nfds descriptors in fds_out (the
+ * others closed), or -ENOTCONN when the daemon is gone, -EPROTO for a broken reply. */
+static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint32_t len,
+	       int fd_in, void *out, uint32_t out_len, int *fds_out, unsigned nfds)
+{
+	uint8_t buf[FC_API_MSG_MAX];
+	struct fc_api_hdr *h = (struct fc_api_hdr *)buf;
+	union {
+		struct cmsghdr c;
+		char room[CMSG_SPACE(sizeof(int) * FC_API_FDS_MAX)];
+	} cm;
+	struct iovec iov = { buf, sizeof(*h) + len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int rc;
+
+	for (unsigned i = 0; i < nfds; i++)
+		fds_out[i] = -1;
+	pthread_mutex_lock(&ctx->lock);
+	*h = (struct fc_api_hdr){ .hdr_size = sizeof(*h), .version = FC_API_VERSION, .type = type,
+				  .len = sizeof(*h) + len, .seq = ++ctx->seq };
+	if (len)
+		memcpy(buf + sizeof(*h), body, len);
+	if (fd_in >= 0) {
+		memset(&cm, 0, sizeof(cm));
+		m.msg_control = cm.room;
+		m.msg_controllen = CMSG_SPACE(sizeof(int));
+		cm.c.cmsg_level = SOL_SOCKET;
+		cm.c.cmsg_type = SCM_RIGHTS;
+		cm.c.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&cm.c), &fd_in, sizeof(int));
+	}
+	if (sendmsg(ctx->sock, &m, MSG_NOSIGNAL) < 0) {
+		rc = errno == EPIPE || errno == ECONNRESET ? -ENOTCONN : -errno;
+		goto out;
+	}
+	for (;;) { /* replies to earlier requests cannot be pending: one at a time */
+		ssize_t n;
+
+		iov = (struct iovec){ buf, sizeof(buf) };
+		m = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.room,
+				     .msg_controllen = sizeof(cm.room) };
+		n = recvmsg(ctx->sock, &m, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = -ENOTCONN;
+			goto out;
+		}
+		unsigned got = 0;
+
+		for (struct cmsghdr *ch = CMSG_FIRSTHDR(&m); ch; ch = CMSG_NXTHDR(&m, ch)) {
+			if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(ch) + i * sizeof(int), sizeof(int));
+				if (got < nfds)
+					fds_out[got++] = fd;
+				else
+					close(fd);
+			}
+		}
+		if ((size_t)n < sizeof(*h) || h->hdr_size != sizeof(*h) || h->len != (size_t)n ||
+		    h->version != FC_API_VERSION || h->type != type || h->seq != ctx->seq) {
+			rc = -EPROTO;
+			break;
+		}
+		rc = h->status;
+		if (!rc && n - sizeof(*h) != out_len)
+			rc = -EPROTO;
+		if (!rc && out_len)
+			memcpy(out, buf + sizeof(*h), out_len);
+		break;
+	}
+	if (rc)
+		for (unsigned i = 0; i < nfds; i++)
+			if (fds_out[i] >= 0) {
+				close(fds_out[i]);
+				fds_out[i] = -1;
+			}
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+API struct falcon_context *falcon_open(const char *path)
+{
+	struct falcon_context *ctx;
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct fc_api_hello hello = { .client_version = FC_API_VERSION };
+	int rc;
+
+	if (!path)
+		path = getenv("FALCON_SOCKET");
+	if (!path || !*path)
+		path = FALCON_SOCKET_DEFAULT;
+	if (strlen(path) >= sizeof(un.sun_path))
+		return fail_null(-ENAMETOOLONG);
+	strcpy(un.sun_path, path);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return fail_null(-ENOMEM);
+	ctx->head.next = ctx->head.prev = &ctx->head;
+	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (ctx->db_fd < 0 || ctx->sock < 0 ||
+	    connect(ctx->sock, (struct sockaddr *)&un, sizeof(un)) < 0) {
+		rc = -errno;
+		goto err;
+	}
+	rc = rpc(ctx, FC_API_HELLO, &hello, sizeof(hello), ctx->db_fd, &ctx->limits,
+		 sizeof(ctx->limits), NULL, 0);
+	if (rc)
+		goto err;
+	return ctx;
+err:
+	if (ctx->sock >= 0)
+		close(ctx->sock);
+	if (ctx->db_fd >= 0)
+		close(ctx->db_fd);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+	return fail_null(rc);
+}
+
+static void free_node(struct node *n)
+{
+	unlink_node(n);
+	switch (n->kind) {
+	case K_BUF: {
+		struct buf *b = (struct buf *)n;
+
+		munmap(b->addr, b->len);
+		close(b->fd);
+		free(b);
+		break;
+	}
+	case K_MR:
+		free((uint8_t *)n - offsetof(struct lmr, n));
+		break;
+	case K_CQ: {
+		struct falcon_cq *cq = (struct falcon_cq *)n;
+
+		munmap(cq->ring, cq->bytes);
+		close(cq->evfd);
+		free(cq);
+		break;
+	}
+	case K_QP: {
+		struct lqp *q = (struct lqp *)((uint8_t *)n - offsetof(struct lqp, n));
+
+		munmap(q->rings, q->bytes);
+		free(q);
+		break;
+	}
+	default:
+		free(n);
+	}
+}
+
+API int falcon_close(struct falcon_context *ctx)
+{
+	if (!ctx)
+		return fail(-EINVAL);
+	close(ctx->sock); /* the daemon releases everything of ours now */
+	while (ctx->head.next != &ctx->head)
+		free_node(ctx->head.next);
+	close(ctx->db_fd);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+	return 0;
+}
+
+/* ---- PD, buffers, MR ---- */
+
+API struct falcon_pd *falcon_alloc_pd(struct falcon_context *ctx)
+{
+	struct fc_api_handle rep;
+	struct falcon_pd *pd;
+	int rc;
+
+	if (!ctx)
+		return fail_null(-EINVAL);
+	if (!(pd = calloc(1, sizeof(*pd))))
+		return fail_null(-ENOMEM);
+	rc = rpc(ctx, FC_API_ALLOC_PD, NULL, 0, -1, &rep, sizeof(rep), NULL, 0);
+	if (rc) {
+		free(pd);
+		return fail_null(rc);
+	}
+	link_node(ctx, &pd->n, K_PD, rep.handle);
+	return pd;
+}
+
+static int destroy(struct node *n, uint16_t type)
+{
+	struct fc_api_handle h = { .handle = n->handle };
+
+	return rpc(n->ctx, type, &h, sizeof(h), -1, NULL, 0, NULL, 0);
+}
+
+API int falcon_dealloc_pd(struct falcon_pd *pd)
+{
+	int rc;
+
+	if (!pd)
+		return fail(-EINVAL);
+	if (pd->refs)
+		return fail(-EBUSY);
+	if ((rc = destroy(&pd->n, FC_API_DEALLOC_PD)) && rc != -ENOTCONN)
+		return fail(rc);
+	free_node(&pd->n);
+	return 0;
+}
+
+API void *falcon_alloc_buf(struct falcon_context *ctx, size_t len)
+{
+	struct buf *b;
+
+	if (!ctx || !len || len > (1ull << 40))
+		return fail_null(-EINVAL);
+	if (!(b = calloc(1, sizeof(*b))))
+		return fail_null(-ENOMEM);
+	b->len = (len + PAGE - 1) & ~(PAGE - 1);
+	b->fd = memfd_create("falcon-buf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (b->fd < 0 || ftruncate(b->fd, (off_t)b->len) < 0 ||
+	    fcntl(b->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	    (b->addr = mmap(NULL, b->len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0)) ==
+		    MAP_FAILED) {
+		int e = -errno;
+
+		if (b->fd >= 0)
+			close(b->fd);
+		free(b);
+		return fail_null(e);
+	}
+	link_node(ctx, &b->n, K_BUF, 0);
+	return b->addr;
+}
+
+static struct buf *buf_of(struct falcon_context *ctx, const void *addr, size_t len)
+{
+	const uint8_t *p = addr;
+
+	for (struct node *n = ctx->head.next; n != &ctx->head; n = n->next) {
+		struct buf *b = (struct buf *)n;
+
+		if (n->kind == K_BUF && p >= b->addr && p < b->addr + b->len &&
+		    len <= (size_t)(b->addr + b->len - p))
+			return b;
+	}
+	return NULL;
+}
+
+API int falcon_free_buf(struct falcon_context *ctx, void *addr)
+{
+	struct buf *b = ctx ? buf_of(ctx, addr, 0) : NULL;
+
+	if (!b || b->addr != addr)
+		return fail(-EINVAL);
+	if (b->mrs)
+		return fail(-EBUSY);
+	free_node(&b->n);
+	return 0;
+}
+
+API struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len, unsigned access)
+{
+	struct fc_api_reg_mr m;
+	struct fc_api_reg_mr_rep rep;
+	struct lmr *mr;
+	struct buf *b;
+	int rc;
+
+	if (!pd || !len || (access & ~0x1Fu))
+		return fail_null(-EINVAL);
+	if (!(b = buf_of(pd->n.ctx, addr, len)))
+		return fail_null(-EFAULT);
+	m = (struct fc_api_reg_mr){ .pd = pd->n.handle, .access = access,
+				    .iova = (uint64_t)(uintptr_t)addr, .len = len,
+				    .offset = (uint64_t)((uint8_t *)addr - b->addr) };
+	if (!(mr = calloc(1, sizeof(*mr))))
+		return fail_null(-ENOMEM);
+	rc = rpc(pd->n.ctx, FC_API_REG_MR, &m, sizeof(m), b->fd, &rep, sizeof(rep), NULL, 0);
+	if (rc) {
+		free(mr);
+		return fail_null(rc);
+	}
+	mr->pub = (struct falcon_mr){ .addr = addr, .length = len, .lkey = rep.lkey,
+				      .rkey = rep.rkey };
+	mr->pd = pd;
+	mr->b = b;
+	pd->refs++;
+	b->mrs++;
+	link_node(pd->n.ctx, &mr->n, K_MR, rep.handle);
+	return &mr->pub;
+}
+
+API int falcon_dereg_mr(struct falcon_mr *pub)
+{
+	struct lmr *mr = (struct lmr *)pub;
+	int rc;
+
+	if (!pub)
+		return fail(-EINVAL);
+	if ((rc = destroy(&mr->n, FC_API_DEREG_MR)) && rc != -ENOTCONN)
+		return fail(rc);
+	mr->pd->refs--;
+	mr->b->mrs--;
+	free_node(&mr->n);
+	return 0;
+}
+
+/* ---- CQ ---- */
+
+static uint32_t pow2_up(uint32_t n, uint32_t dflt)
+{
+	uint32_t p = 1;
+
+	if (!n)
+		return dflt;
+	while (p < n && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+API struct falcon_cq *falcon_create_cq(struct falcon_context *ctx, int cqe)
+{
+	struct fc_api_create_cq m;
+	struct fc_api_create_cq_rep rep;
+	struct falcon_cq *cq;
+	int fds[2], rc;
+
+	if (!ctx || cqe <= 0 || cqe > (int)FC_RING_ENTRIES_MAX)
+		return fail_null(-EINVAL);
+	m = (struct fc_api_create_cq){ .entries = pow2_up((uint32_t)cqe, RING_DEFAULT) };
+	if (!(cq = calloc(1, sizeof(*cq))))
+		return fail_null(-ENOMEM);
+	rc = rpc(ctx, FC_API_CREATE_CQ, &m, sizeof(m), -1, &rep, sizeof(rep), fds, 2);
+	if (!rc && (fds[0] < 0 || fds[1] < 0))
+		rc = -EPROTO;
+	if (!rc) {
+		cq->ring = mmap(NULL, rep.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+		if (cq->ring == MAP_FAILED)
+			rc = -errno;
+		else if (fc_ring_check(cq->ring, rep.ring_bytes, FC_RING_CQ))
+			rc = -EPROTO;
+	}
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (rc) {
+		if (cq->ring && cq->ring != MAP_FAILED)
+			munmap(cq->ring, rep.ring_bytes);
+		if (fds[1] >= 0)
+			close(fds[1]);
+		free(cq);
+		return fail_null(rc);
+	}
+	cq->bytes = rep.ring_bytes;
+	cq->evfd = fds[1];
+	link_node(ctx, &cq->n, K_CQ, rep.handle);
+	return cq;
+}
+
+API int falcon_destroy_cq(struct falcon_cq *cq)
+{
+	int rc;
+
+	if (!cq)
+		return fail(-EINVAL);
+	if (cq->refs)
+		return fail(-EBUSY);
+	if ((rc = destroy(&cq->n, FC_API_DESTROY_CQ)) && rc != -ENOTCONN)
+		return fail(rc);
+	free_node(&cq->n);
+	return 0;
+}
+
+API int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc)
+{
+	int bad = 0;
+	uint32_t avail, k;
+
+	if (!cq || n < 0 || (n && !wc))
+		return fail(-EINVAL);
+	avail = fc_ring_avail(cq->ring, &bad);
+	if (bad)
+		return fail(-EPROTO);
+	k = avail < (uint32_t)n ? avail : (uint32_t)n;
+	for (uint32_t i = 0; i < k; i++) {
+		const struct fc_ring_cqe *e =
+			fc_ring_entry(cq->ring, ((struct fc_ring_hdr *)cq->ring)->cons + i);
+
+		wc[i] = (struct falcon_wc){
+			.wr_id = e->wr_id, .status = e->status, .opcode = e->opcode,
+			.wc_flags = e->flags & (FALCON_WC_WITH_IMM | FALCON_WC_WITH_INV),
+			.byte_len = e->byte_len, .imm_data = e->imm_data,
+			.invalidated_rkey = e->invalidated_rkey, .qp_num = e->qp_num,
+			.src_qp = e->src_qp, .vendor_err = e->vendor_err,
+		};
+	}
+	if (k)
+		fc_ring_consume(cq->ring, k);
+	return (int)k;
+}
+
+API int falcon_req_notify_cq(struct falcon_cq *cq, int solicited_only)
+{
+	struct fc_ring_hdr *h;
+
+	(void)solicited_only;
+	if (!cq)
+		return fail(-EINVAL);
+	h = cq->ring;
+	__atomic_store_n(&h->need_wakeup, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+API int falcon_cq_fd(const struct falcon_cq *cq)
+{
+	return cq ? cq->evfd : fail(-EINVAL);
+}
+
+API int falcon_cq_ack_events(struct falcon_cq *cq)
+{
+	uint64_t v;
+
+	if (!cq)
+		return fail(-EINVAL);
+	return read(cq->evfd, &v, sizeof(v)) == sizeof(v) ? 0 : fail(-errno);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+API int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int timeout_ms)
+{
+	int64_t end = timeout_ms < 0 ? INT64_MAX : mono_ms() + timeout_ms;
+	int rc;
+
+	for (;;) {
+		if ((rc = falcon_poll_cq(cq, n, wc)))
+			return rc;
+		falcon_req_notify_cq(cq, 0);
+		if ((rc = falcon_poll_cq(cq, n, wc)))
+			return rc;
+		int64_t left = end == INT64_MAX ? -1 : end - mono_ms();
+		struct pollfd p = { .fd = cq->evfd, .events = POLLIN };
+
+		if (end != INT64_MAX && left <= 0)
+			return 0;
+		rc = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (rc < 0 && errno != EINTR)
+			return fail(-errno);
+		if (rc > 0)
+			falcon_cq_ack_events(cq);
+	}
+}
+
+/* ---- connections and QPs ---- */
+
+static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
+		   struct fc_api_qp_attr *q)
+{
+	if (!pd || !a || a->size < offsetof(struct falcon_qp_init_attr, flags) + 2 ||
+	    !a->send_cq || !a->recv_cq || (a->qp_type && a->qp_type != FALCON_QPT_RC) ||
+	    a->max_send_sge > FC_RING_SGE_MAX || a->max_recv_sge > FC_RING_SGE_MAX ||
+	    a->max_send_wr > FC_RING_ENTRIES_MAX || a->max_recv_wr > FC_RING_ENTRIES_MAX ||
+	    a->ordering > FALCON_ORDER_WEAK || a->rnr_retry > 7 || a->min_rnr_timer > 31 ||
+	    a->send_cq->n.ctx != pd->n.ctx || a->recv_cq->n.ctx != pd->n.ctx)
+		return -EINVAL;
+	*q = (struct fc_api_qp_attr){
+		.pd = pd->n.handle, .send_cq = a->send_cq->n.handle, .recv_cq = a->recv_cq->n.handle,
+		.sq_entries = pow2_up(a->max_send_wr, RING_DEFAULT),
+		.rq_entries = pow2_up(a->max_recv_wr, RING_DEFAULT),
+		.max_send_sge = a->max_send_sge ? a->max_send_sge : FC_RING_SGE_MAX,
+		.max_recv_sge = a->max_recv_sge ? a->max_recv_sge : FC_RING_SGE_MAX,
+		.max_inflight = a->max_inflight ? a->max_inflight : 128,
+		.type = FALCON_QPT_RC, .ordering = (uint8_t)a->ordering,
+		.rnr_retry = (a->flags & FALCON_QP_RNR_RETRY_SET) ? a->rnr_retry : 7,
+		.min_rnr_timer = a->min_rnr_timer ? a->min_rnr_timer : 1,
+	};
+	return 0;
+}
+
+/* The reply of CONNECT / ACCEPT: map the rings, make the QP. */
+static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
+				 const struct fc_api_qp_attr *q, const struct fc_api_qp_rep *rep,
+				 int fd)
+{
+	struct lqp *qp = calloc(1, sizeof(*qp));
+	int rc = 0;
+
+	if (!qp) {
+		rc = -ENOMEM;
+	} else if ((qp->rings = mmap(NULL, rep->rings_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+				     fd, 0)) == MAP_FAILED) {
+		rc = -errno;
+		qp->rings = NULL;
+	} else if (rep->rq_offset >= rep->rings_bytes ||
+		   fc_ring_check(qp->rings, rep->rq_offset, FC_RING_SQ) ||
+		   fc_ring_check((uint8_t *)qp->rings + rep->rq_offset,
+				 rep->rings_bytes - rep->rq_offset, FC_RING_RQ)) {
+		rc = -EPROTO;
+	}
+	close(fd);
+	if (rc) {
+		if (qp && qp->rings)
+			munmap(qp->rings, rep->rings_bytes);
+		free(qp);
+		/* the daemon holds a QP we cannot use: give it back */
+		struct fc_api_handle h = { .handle = rep->handle };
+
+		rpc(pd->n.ctx, FC_API_DESTROY_QP, &h, sizeof(h), -1, NULL, 0, NULL, 0);
+		return fail_null(rc);
+	}
+	qp->pub = (struct falcon_qp){ .qp_num = rep->qpn, .remote_qp_num = rep->remote_qpn };
+	qp->bytes = rep->rings_bytes;
+	qp->sq = qp->rings;
+	qp->rq = (uint8_t *)qp->rings + rep->rq_offset;
+	qp->pd = pd;
+	qp->scq = a->send_cq;
+	qp->rcq = a->recv_cq;
+	qp->max_send_sge = q->max_send_sge;
+	qp->max_recv_sge = q->max_recv_sge;
+	pd->refs++;
+	qp->scq->refs++;
+	qp->rcq->refs++;
+	link_node(pd->n.ctx, &qp->n, K_QP, rep->handle);
+	return &qp->pub;
+}
+
+/* "name", "name:port", "[v6]:port", "v6" */
+static int resolve(const char *host, struct fc_api_connect *m)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	unsigned long p = FALCON_CM_PORT_DEFAULT;
+	const char *port = NULL, *end;
+	char name[256];
+	size_t len;
+	int rc;
+
+	if (!host || !*host)
+		return -EINVAL;
+	if (host[0] == '[') {
+		if (!(end = strchr(host, ']')))
+			return -EINVAL;
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1])
+			return -EINVAL;
+		host++;
+	} else if ((end = strchr(host, ':')) && end == strrchr(host, ':')) {
+		port = end + 1;
+	} else {
+		end = host + strlen(host); /* a name, or an IPv6 literal without a port */
+	}
+	len = (size_t)(end - host);
+	if (!len || len >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, host, len);
+	name[len] = 0;
+	if (port) {
+		char *e;
+
+		p = strtoul(port, &e, 10);
+		if (*e || !p || p > 65535)
+			return -EINVAL;
+	}
+	if ((rc = getaddrinfo(name, NULL, &hints, &res)))
+		return rc == EAI_NONAME || rc == EAI_NODATA ? -ENOENT : -EHOSTUNREACH;
+	if (res->ai_addrlen > sizeof(m->addr)) {
+		freeaddrinfo(res);
+		return -EAFNOSUPPORT;
+	}
+	memcpy(m->addr, res->ai_addr, res->ai_addrlen);
+	m->addr_len = (uint8_t)res->ai_addrlen;
+	/* sin_port and sin6_port sit at the same offset */
+	((struct sockaddr_in *)(void *)m->addr)->sin_port = htons((uint16_t)p);
+	freeaddrinfo(res);
+	return 0;
+}
+
+API struct falcon_qp *falcon_connect(struct falcon_pd *pd, const char *host, uint16_t service,
+				     const struct falcon_qp_init_attr *attr, int timeout_ms)
+{
+	struct fc_api_connect m = { .service = service, .timeout_ms = timeout_ms };
+	struct fc_api_qp_rep rep;
+	int fd, rc;
+
+	if (!service || (rc = qp_attr(pd, attr, &m.qp)))
+		return fail_null(-EINVAL);
+	if ((rc = resolve(host, &m)))
+		return fail_null(rc);
+	rc = rpc(pd->n.ctx, FC_API_CONNECT, &m, sizeof(m), -1, &rep, sizeof(rep), &fd, 1);
+	if (!rc && fd < 0)
+		rc = -EPROTO;
+	if (rc)
+		return fail_null(rc);
+	return qp_make(pd, attr, &m.qp, &rep, fd);
+}
+
+API struct falcon_listener *falcon_listen(struct falcon_context *ctx, uint16_t service, int backlog)
+{
+	struct fc_api_listen m = { .service = service,
+				   .backlog = (uint16_t)(backlog < 1 ? 1 : backlog > 1024 ? 1024 : backlog) };
+	struct fc_api_handle rep;
+	struct falcon_listener *l;
+	int rc;
+
+	if (!ctx || !service)
+		return fail_null(-EINVAL);
+	if (!(l = calloc(1, sizeof(*l))))
+		return fail_null(-ENOMEM);
+	if ((rc = rpc(ctx, FC_API_LISTEN, &m, sizeof(m), -1, &rep, sizeof(rep), NULL, 0))) {
+		free(l);
+		return fail_null(rc);
+	}
+	l->service = service;
+	link_node(ctx, &l->n, K_LISTENER, rep.handle);
+	return l;
+}
+
+API struct falcon_qp *falcon_accept(struct falcon_listener *l, struct falcon_pd *pd,
+				    const struct falcon_qp_init_attr *attr, int timeout_ms)
+{
+	struct fc_api_accept m = { .timeout_ms = timeout_ms };
+	struct fc_api_qp_rep rep;
+	int fd, rc;
+
+	if (!l || !pd || l->n.ctx != pd->n.ctx || qp_attr(pd, attr, &m.qp))
+		return fail_null(-EINVAL);
+	m.listener = l->n.handle;
+	rc = rpc(pd->n.ctx, FC_API_ACCEPT, &m, sizeof(m), -1, &rep, sizeof(rep), &fd, 1);
+	if (!rc && fd < 0)
+		rc = -EPROTO;
+	if (rc)
+		return fail_null(rc);
+	return qp_make(pd, attr, &m.qp, &rep, fd);
+}
+
+API int falcon_listener_close(struct falcon_listener *l)
+{
+	int rc;
+
+	if (!l)
+		return fail(-EINVAL);
+	if ((rc = destroy(&l->n, FC_API_CLOSE_LISTENER)) && rc != -ENOTCONN)
+		return fail(rc);
+	free_node(&l->n);
+	return 0;
+}
+
+API int falcon_destroy_qp(struct falcon_qp *pub)
+{
+	struct lqp *qp = (struct lqp *)pub;
+	int rc;
+
+	if (!pub)
+		return fail(-EINVAL);
+	if ((rc = destroy(&qp->n, FC_API_DESTROY_QP)) && rc != -ENOTCONN)
+		return fail(rc);
+	qp->pd->refs--;
+	qp->scq->refs--;
+	qp->rcq->refs--;
+	free_node(&qp->n);
+	return 0;
+}
+
+/* ---- work requests ---- */
+
+static void doorbell(struct lqp *qp, void *ring)
+{
+	struct fc_ring_hdr *h = ring;
+	uint64_t one = 1;
+
+	/* pairs with the daemon's fence between setting need_wakeup and reading prod */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED))
+		(void)!write(qp->n.ctx->db_fd, &one, sizeof(one));
+}
+
+API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
+			 struct falcon_send_wr **bad_wr)
+{
+	struct lqp *qp = (struct lqp *)pub;
+	uint32_t n = 0, space;
+	int rc = 0;
+
+	if (!pub)
+		return fail(-EINVAL);
+	space = fc_ring_space(qp->sq);
+	for (; wr; wr = wr->next, n++) {
+		struct fc_ring_send_wr *e;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
+		    (wr->num_sge && !wr->sg_list) || wr->opcode > FALCON_WR_MASKED_ATOMIC_FETCH_AND_ADD) {
+			rc = -EINVAL;
+			break;
+		}
+		if (n == space) {
+			rc = -ENOMEM;
+			break;
+		}
+		e = fc_ring_entry(qp->sq, ((struct fc_ring_hdr *)qp->sq)->prod + n);
+		*e = (struct fc_ring_send_wr){
+			.wr_id = wr->wr_id, .opcode = (uint8_t)wr->opcode,
+			.flags = (uint8_t)(wr->send_flags & FALCON_SEND_SOLICITED),
+			.num_sge = (uint8_t)wr->num_sge,
+			.imm = wr->opcode == FALCON_WR_SEND_WITH_INV ? wr->invalidate_rkey : wr->imm_data,
+			.remote_addr = wr->remote_addr, .rkey = wr->rkey,
+			.compare_add = wr->compare_add, .swap = wr->swap,
+			.compare_add_mask = wr->compare_add_mask, .swap_mask = wr->swap_mask,
+		};
+		for (int i = 0; i < wr->num_sge; i++)
+			e->sgl[i] = (struct fc_ring_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
+							  wr->sg_list[i].lkey };
+	}
+	if (n) {
+		fc_ring_produce(qp->sq, n);
+		doorbell(qp, qp->sq);
+	}
+	if (rc) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return fail(rc);
+	}
+	return 0;
+}
+
+API int falcon_post_recv(struct falcon_qp *pub, struct falcon_recv_wr *wr,
+			 struct falcon_recv_wr **bad_wr)
+{
+	struct lqp *qp = (struct lqp *)pub;
+	uint32_t n = 0, space;
+	int rc = 0;
+
+	if (!pub)
+		return fail(-EINVAL);
+	space = fc_ring_space(qp->rq);
+	for (; wr; wr = wr->next, n++) {
+		struct fc_ring_recv_wr *e;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			rc = -EINVAL;
+			break;
+		}
+		if (n == space) {
+			rc = -ENOMEM;
+			break;
+		}
+		e = fc_ring_entry(qp->rq, ((struct fc_ring_hdr *)qp->rq)->prod + n);
+		*e = (struct fc_ring_recv_wr){ .wr_id = wr->wr_id, .num_sge = (uint32_t)wr->num_sge };
+		for (int i = 0; i < wr->num_sge; i++)
+			e->sgl[i] = (struct fc_ring_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
+							  wr->sg_list[i].lkey };
+	}
+	if (n) {
+		fc_ring_produce(qp->rq, n);
+		doorbell(qp, qp->rq);
+	}
+	if (rc) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return fail(rc);
+	}
+	return 0;
+}
+
+/* ---- names ---- */
+
+API const char *falcon_strerror(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ENOTCONN: return "falcond closed the connection (daemon stopped?)";
+	case ECONNREFUSED: return "connection refused (no daemon, no listener on that service, "
+				  "or the peer refused our version or features)";
+	case ENOENT: return "no such object, host or daemon socket";
+	case ETIMEDOUT: return "timed out";
+	case EPROTO: return "protocol error between the library and falcond";
+	case EFAULT: return "memory not inside a buffer of falcon_alloc_buf";
+	case ENOSPC: return "a table of the daemon is full";
+	case EBUSY: return "object in use";
+	case ENOMEM: return "out of memory, or the queue is full";
+	case EINVAL: return "invalid argument";
+	case EADDRINUSE: return "someone listens on that service already";
+	case ECONNABORTED: return "the connection was abandoned by the other side";
+	default: return strerror(err < 0 ? -err : err);
+	}
+}
+
+API const char *falcon_wc_status_str(uint32_t status)
+{
+	static const char *const names[] = {
+		[0] = "SUCCESS", [1] = "LOC_LEN_ERR", [2] = "LOC_QP_OP_ERR", [4] = "LOC_PROT_ERR",
+		[5] = "WR_FLUSH_ERR", [8] = "LOC_ACCESS_ERR", [9] = "REM_INV_REQ_ERR",
+		[10] = "REM_ACCESS_ERR", [11] = "REM_OP_ERR", [12] = "RETRY_EXC_ERR",
+		[13] = "RNR_RETRY_EXC_ERR", [21] = "GENERAL_ERR",
+	};
+
+	return status < sizeof(names) / sizeof(names[0]) && names[status] ? names[status] : "?";
+}

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * e2e_client - end-to-end checks through two live falcond (the tests/e2e scripts run it):
+ *
+ *   e2e_client matrix SOCK_A SOCK_B CM_B      every opcode x sizes 1 B .. 1 MiB, data
+ *                                             checked by checksum, every WR completed
+ *                                             exactly once, nothing completed twice
+ *   e2e_client chaos SOCK_A SOCK_B CM_B MIB   MIB MiB of WRITE + READ back with random
+ *                                             sizes and offsets, verified; figures printed
+ *   e2e_client victim SOCK_A SOCK_B CM_B      connect and WRITE forever (killed by the test)
+ *   e2e_client steady SOCK_A SOCK_B CM_B SEC  WRITE + READ verified for SEC seconds
+ *
+ * Exit status 0 only when every check passed. Every wait is bounded (WAIT_MS).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "falcon/falcon.h"
+
+#define WAIT_MS 20000
+#define BUF_BYTES (8u << 20)
+#define MAX_WR 4096u
+
+static int failures;
+static unsigned service = 5000;
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		if (failures++ < 20) { \
+			fprintf(stderr, "e2e: FAILED: " __VA_ARGS__); \
+			fputc('\n', stderr); \
+		} \
+	} \
+} while (0)
+
+static void die(const char *what)
+{
+	fprintf(stderr, "e2e: %s: %s\n", what, falcon_strerror(-errno));
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t fnv(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+struct side {
+	struct falcon_context *ctx;
+	struct falcon_pd *pd;
+	struct falcon_cq *cq;
+	struct falcon_mr *mr, *inv_mr;
+	uint8_t *buf;
+	struct falcon_qp *qp;
+	struct falcon_listener *l;
+	uint8_t seen[MAX_WR];  /* completions per wr_id */
+};
+
+static void side_open(struct side *s, const char *sock)
+{
+	unsigned all = FALCON_ACCESS_LOCAL_WRITE | FALCON_ACCESS_REMOTE_READ |
+		       FALCON_ACCESS_REMOTE_WRITE | FALCON_ACCESS_REMOTE_ATOMIC;
+
+	if (!(s->ctx = falcon_open(sock)))
+		die(sock);
+	if (!(s->pd = falcon_alloc_pd(s->ctx)) || !(s->cq = falcon_create_cq(s->ctx, 4096)) ||
+	    !(s->buf = falcon_alloc_buf(s->ctx, BUF_BYTES + 65536)) ||
+	    !(s->mr = falcon_reg_mr(s->pd, s->buf, BUF_BYTES, all)) ||
+	    !(s->inv_mr = falcon_reg_mr(s->pd, s->buf + BUF_BYTES, 65536,
+					all | FALCON_ACCESS_REMOTE_INVALIDATE)))
+		die("setting up a side");
+}
+
+static struct falcon_qp_init_attr attr_of(struct side *s)
+{
+	return (struct falcon_qp_init_attr){ .size = sizeof(struct falcon_qp_init_attr),
+					     .send_cq = s->cq, .recv_cq = s->cq,
+					     .max_send_wr = 1024, .max_recv_wr = 1024 };
+}
+
+static void *acceptor(void *arg)
+{
+	struct side *b = arg;
+	struct falcon_qp_init_attr a = attr_of(b);
+
+	b->qp = falcon_accept(b->l, b->pd, &a, WAIT_MS);
+	return NULL;
+}
+
+static void connect_pair(struct side *a, struct side *b, const char *cm_b)
+{
+	struct falcon_qp_init_attr at = attr_of(a);
+	pthread_t th;
+
+	if (!(b->l = falcon_listen(b->ctx, (uint16_t)service, 4)))
+		die("listen");
+	pthread_create(&th, NULL, acceptor, b);
+	a->qp = falcon_connect(a->pd, cm_b, (uint16_t)service, &at, WAIT_MS);
+	if (!a->qp)
+		die("connect");
+	pthread_join(th, NULL);
+	if (!b->qp)
+		die("accept");
+}
+
+/* Wait for n completions on s, checking status and exactly-once per wr_id. */
+static void reap(struct side *s, unsigned n, const char *what)
+{
+	struct falcon_wc wc[64];
+	uint64_t t0 = now_ns();
+
+	while (n) {
+		int k = falcon_wait_cq(s->cq, n < 64 ? (int)n : 64, wc, WAIT_MS);
+
+		if (k <= 0) {
+			CHECK(0, "%s: %u completions missing after %d ms", what, n, WAIT_MS);
+			return;
+		}
+		for (int i = 0; i < k; i++) {
+			CHECK(wc[i].status == FALCON_WC_SUCCESS, "%s: wr %" PRIu64 " status %s", what,
+			      wc[i].wr_id, falcon_wc_status_str(wc[i].status));
+			CHECK(wc[i].wr_id < MAX_WR, "%s: unknown wr_id %" PRIu64, what, wc[i].wr_id);
+			if (wc[i].wr_id < MAX_WR) {
+				CHECK(!s->seen[wc[i].wr_id], "%s: wr %" PRIu64 " completed twice", what,
+				      wc[i].wr_id);
+				s->seen[wc[i].wr_id]++;
+			}
+		}
+		n -= (unsigned)k;
+		if (now_ns() - t0 > (uint64_t)WAIT_MS * 1000000ull * 4)
+			break;
+	}
+}
+
+static void expect_quiet(struct side *s, const char *what)
+{
+	struct falcon_wc wc;
+
+	CHECK(falcon_wait_cq(s->cq, 1, &wc, 100) == 0, "%s: an extra completion (wr %" PRIu64 ")",
+	      what, wc.wr_id);
+}
+
+static void post(struct side *s, struct falcon_send_wr *wr)
+{
+	struct falcon_send_wr *bad;
+
+	if (falcon_post_send(s->qp, wr, &bad))
+		die("post_send");
+}
+
+static void post_recv(struct side *s, uint64_t id, uint8_t *addr, uint32_t len, uint32_t lkey)
+{
+	struct falcon_sge sge = { (uint64_t)(uintptr_t)addr, len, lkey };
+	struct falcon_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (falcon_post_recv(s->qp, &wr, &bad))
+		die("post_recv");
+}
+
+static void fill(uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t v = rnd();
+
+		memcpy(p + i, &v, n - i < 8 ? n - i : 8);
+	}
+}
+
+/* ---- matrix ---- */
+
+static void matrix(struct side *a, struct side *b)
+{
+	static const uint32_t sizes[] = { 1, 7, 64, 1000, 4095, 4096, 4097, 16384, 65536,
+					  262144, 1048576 };
+	unsigned nops = 0;
+
+	for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+		uint32_t len = sizes[si];
+		uint8_t *src = a->buf, *dst = b->buf + 2 * 1048576, *back = a->buf + 4 * 1048576;
+		struct falcon_sge sge = { (uint64_t)(uintptr_t)src, len, a->mr->lkey };
+		struct falcon_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+					     .remote_addr = (uint64_t)(uintptr_t)dst,
+					     .rkey = b->mr->rkey };
+
+		memset(a->seen, 0, sizeof(a->seen));
+		memset(b->seen, 0, sizeof(b->seen));
+		/* WRITE */
+		fill(src, len);
+		wr.wr_id = 1;
+		wr.opcode = FALCON_WR_RDMA_WRITE;
+		post(a, &wr);
+		reap(a, 1, "WRITE");
+		CHECK(fnv(dst, len) == fnv(src, len), "WRITE %u B: checksum differs", len);
+		/* READ back */
+		memset(back, 0, len);
+		sge.addr = (uint64_t)(uintptr_t)back;
+		wr.wr_id = 2;
+		wr.opcode = FALCON_WR_RDMA_READ;
+		post(a, &wr);
+		reap(a, 1, "READ");
+		CHECK(fnv(back, len) == fnv(src, len), "READ %u B: checksum differs", len);
+		sge.addr = (uint64_t)(uintptr_t)src;
+		/* WRITE with immediate: a receive completes with the immediate */
+		fill(src, len);
+		post_recv(b, 3, b->buf, 0, b->mr->lkey);
+		wr.wr_id = 4;
+		wr.opcode = FALCON_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = 0xABC00000u + len;
+		post(a, &wr);
+		reap(a, 1, "WRITE_IMM");
+		{
+			struct falcon_wc wc;
+			int k = falcon_wait_cq(b->cq, 1, &wc, WAIT_MS);
+
+			CHECK(k == 1 && wc.status == FALCON_WC_SUCCESS &&
+			      wc.opcode == FALCON_WC_RECV_RDMA_WITH_IMM && wc.imm_data == wr.imm_data &&
+			      wc.byte_len == len, "WRITE_IMM %u B: receive completion wrong", len);
+		}
+		CHECK(fnv(dst, len) == fnv(src, len), "WRITE_IMM %u B: checksum differs", len);
+		/* SEND, SEND with immediate, SEND with invalidate */
+		for (int k = 0; k < 3; k++) {
+			static const uint32_t op[] = { FALCON_WR_SEND, FALCON_WR_SEND_WITH_IMM,
+						       FALCON_WR_SEND_WITH_INV };
+			struct falcon_wc wc;
+			int got;
+
+			if (k == 2 && len > 65536)
+				continue;
+			fill(src, len);
+			memset(dst, 0, len);
+			post_recv(b, 10 + (uint64_t)k, dst, len, b->mr->lkey);
+			wr.wr_id = 20 + (uint64_t)k;
+			wr.opcode = op[k];
+			wr.imm_data = 0x5E0D0000u + (uint32_t)k;
+			wr.invalidate_rkey = b->inv_mr->rkey;
+			post(a, &wr);
+			reap(a, 1, "SEND");
+			got = falcon_wait_cq(b->cq, 1, &wc, WAIT_MS);
+			CHECK(got == 1 && wc.status == FALCON_WC_SUCCESS && wc.opcode == FALCON_WC_RECV &&
+			      wc.byte_len == len && wc.wr_id == 10 + (uint64_t)k,
+			      "SEND(%d) %u B: receive completion wrong (%s, len %u)", k, len,
+			      got == 1 ? falcon_wc_status_str(wc.status) : "none", wc.byte_len);
+			CHECK(k != 1 || ((wc.wc_flags & FALCON_WC_WITH_IMM) && wc.imm_data == wr.imm_data),
+			      "SEND_IMM: immediate lost");
+			CHECK(k != 2 || ((wc.wc_flags & FALCON_WC_WITH_INV) &&
+					 wc.invalidated_rkey == b->inv_mr->rkey),
+			      "SEND_INV: invalidated rkey not reported");
+			CHECK(fnv(dst, len) == fnv(src, len), "SEND(%d) %u B: checksum differs", k, len);
+			if (k == 2) { /* the invalidated region: register it again */
+				falcon_dereg_mr(b->inv_mr);
+				b->inv_mr = falcon_reg_mr(b->pd, b->buf + BUF_BYTES, 65536,
+							  0x1F);
+				if (!b->inv_mr)
+					die("re-register");
+			}
+		}
+		nops += 7;
+		expect_quiet(a, "matrix (A)");
+		expect_quiet(b, "matrix (B)");
+		printf("  %7u B: WRITE READ WRITE_IMM SEND SEND_IMM%s ok\n", len,
+		       len <= 65536 ? " SEND_INV" : "");
+	}
+	/* atomics, each result checked against the arithmetic */
+	{
+		uint64_t *word = (uint64_t *)(void *)(b->buf + 8192), got;
+		struct falcon_sge sge = { (uint64_t)(uintptr_t)(a->buf + 64), 8, a->mr->lkey };
+		struct falcon_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+					     .remote_addr = (uint64_t)(uintptr_t)word,
+					     .rkey = b->mr->rkey };
+
+		memset(a->seen, 0, sizeof(a->seen));
+		for (int i = 0; i < 200; i++) {
+			uint64_t before = rnd(), x = rnd(), y = rnd(), m1 = rnd(), m2 = rnd(), after;
+			uint32_t op = FALCON_WR_ATOMIC_CMP_AND_SWP + (uint32_t)(i % 4);
+
+			if (i % 8 == 0)
+				x = before; /* make CmpSwap hit sometimes */
+			*word = before;
+			wr.wr_id = 100 + (uint64_t)i;
+			wr.opcode = op;
+			wr.compare_add = x;
+			wr.swap = y;
+			wr.compare_add_mask = m1;
+			wr.swap_mask = m2;
+			if (op == FALCON_WR_MASKED_ATOMIC_CMP_AND_SWP && i % 8 == 2)
+				wr.compare_add = (before & m1) | (x & ~m1); /* a masked hit */
+			post(a, &wr);
+			reap(a, 1, "atomic");
+			memcpy(&got, a->buf + 64, 8);
+			CHECK(got == before, "atomic %u: returned %#" PRIx64 ", memory held %#" PRIx64,
+			      op, got, before);
+			switch (op) {
+			case FALCON_WR_ATOMIC_CMP_AND_SWP:
+				after = before == wr.compare_add ? y : before;
+				break;
+			case FALCON_WR_ATOMIC_FETCH_AND_ADD:
+				after = before + x;
+				break;
+			case FALCON_WR_MASKED_ATOMIC_CMP_AND_SWP:
+				after = ((before ^ wr.compare_add) & m1) ? before :
+					(before & ~m2) | (y & m2);
+				break;
+			default:
+				after = ((before & ~m1) + (x & ~m1)) ^ ((before ^ x) & m1);
+			}
+			CHECK(*word == after, "atomic %u: memory %#" PRIx64 ", expected %#" PRIx64, op,
+			      *word, after);
+			nops++;
+		}
+		printf("  atomics: 200 CmpSwap / FetchAdd / masked, each checked ok\n");
+	}
+	printf("matrix: %u operations, %d failures\n", nops, failures);
+}
+
+/* ---- chaos / steady: WRITE then READ back, random sizes and offsets ---- */
+
+static void transfer(struct side *a, struct side *b, uint64_t bytes_goal, double seconds)
+{
+	uint64_t t0 = now_ns(), moved = 0, ops = 0;
+	unsigned depth = 8;
+
+	while ((bytes_goal && moved < bytes_goal) ||
+	       (seconds > 0 && (double)(now_ns() - t0) / 1e9 < seconds)) {
+		uint32_t len[8], off[8];
+
+		memset(a->seen, 0, sizeof(a->seen));
+		for (unsigned i = 0; i < depth; i++) {
+			len[i] = 1 + (uint32_t)(rnd() % 1048576);
+			off[i] = i * 1048576;
+			fill(a->buf + off[i], len[i]);
+			struct falcon_sge sge = { (uint64_t)(uintptr_t)(a->buf + off[i]), len[i],
+						  a->mr->lkey };
+			struct falcon_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+						     .opcode = FALCON_WR_RDMA_WRITE,
+						     .remote_addr = (uint64_t)(uintptr_t)(b->buf + off[i]),
+						     .rkey = b->mr->rkey };
+
+			post(a, &wr);
+		}
+		reap(a, depth, "chaos WRITE");
+		for (unsigned i = 0; i < depth; i++) {
+			CHECK(fnv(b->buf + off[i], len[i]) == fnv(a->buf + off[i], len[i]),
+			      "chaos WRITE %u B at %u: checksum differs", len[i], off[i]);
+			/* READ it back over the source, which was zeroed */
+			uint64_t want = fnv(a->buf + off[i], len[i]);
+
+			memset(a->buf + off[i], 0, len[i]);
+			struct falcon_sge sge = { (uint64_t)(uintptr_t)(a->buf + off[i]), len[i],
+						  a->mr->lkey };
+			struct falcon_send_wr wr = { .wr_id = 100 + i, .sg_list = &sge, .num_sge = 1,
+						     .opcode = FALCON_WR_RDMA_READ,
+						     .remote_addr = (uint64_t)(uintptr_t)(b->buf + off[i]),
+						     .rkey = b->mr->rkey };
+
+			post(a, &wr);
+			reap(a, 1, "chaos READ");
+			CHECK(fnv(a->buf + off[i], len[i]) == want, "chaos READ %u B: checksum differs",
+			      len[i]);
+			moved += 2ull * len[i];
+			ops += 2;
+		}
+		if (failures)
+			break;
+	}
+	double s = (double)(now_ns() - t0) / 1e9;
+
+	expect_quiet(a, "chaos");
+	printf("transfer: %.1f MiB moved (WRITE + READ back, verified) in %.2f s = %.1f MiB/s, "
+	       "%" PRIu64 " ops, %d failures\n", (double)moved / 1048576, s,
+	       (double)moved / 1048576 / s, ops, failures);
+}
+
+int main(int argc, char **argv)
+{
+	struct side a = { 0 }, b = { 0 };
+	const char *mode;
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: e2e_client matrix|chaos|victim|steady SOCK_A SOCK_B CM_B [N]\n");
+		return 2;
+	}
+	mode = argv[1];
+	rng ^= (uint64_t)getpid() << 20;
+	if (getenv("E2E_SERVICE"))
+		service = (unsigned)atoi(getenv("E2E_SERVICE"));
+	side_open(&a, argv[2]);
+	side_open(&b, argv[3]);
+	connect_pair(&a, &b, argv[4]);
+	printf("connected QP %u <-> %u\n", a.qp->qp_num, b.qp->qp_num);
+	fflush(stdout);
+	if (!strcmp(mode, "matrix")) {
+		matrix(&a, &b);
+	} else if (!strcmp(mode, "chaos")) {
+		transfer(&a, &b, (uint64_t)(argc > 5 ? atoi(argv[5]) : 1024) << 20, 0);
+	} else if (!strcmp(mode, "steady")) {
+		transfer(&a, &b, 0, argc > 5 ? atof(argv[5]) : 5);
+	} else if (!strcmp(mode, "victim")) {
+		printf("victim: transferring until killed\n");
+		fflush(stdout);
+		transfer(&a, &b, 0, 3600);
+	} else {
+		fprintf(stderr, "e2e: unknown mode %s\n", mode);
+		return 2;
+	}
+	falcon_destroy_qp(a.qp);
+	falcon_destroy_qp(b.qp);
+	falcon_close(a.ctx);
+	falcon_close(b.ctx);
+	return failures ? 1 : 0;
+}

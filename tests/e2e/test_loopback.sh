@@ -1,0 +1,87 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Two falcond on 127.0.0.1 (no root needed): the demo, every opcode x size, falconctl,
+# feature refusal in the CM hello, a client killed mid-transfer, hostile clients.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/e2e/lib.sh
+. scripts/two-daemons.sh
+e2e_init e2e-loopback
+
+td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
+e2e_check "demo: every operation verified" "$BUILD/examples/demo" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" --quick
+e2e_check "opcode x size matrix (1 B .. 1 MiB)" "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
+
+# falconctl while a transfer runs
+E2E_SERVICE=5001 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 3 >"$TD_DIR/steady.log" 2>&1 &
+steady=$!
+for _ in $(seq 50); do grep -q connected "$TD_DIR/steady.log" && break; sleep 0.1; done
+out=$("$FALCONCTL" -r "$TD_DIR/a" conn list)
+echo "$out"
+if grep -q established <<<"$out" && grep -q initiator <<<"$out"; then e2e_ok "falconctl conn list shows the connection"; else e2e_fail "falconctl conn list"; fi
+id=$("$FALCONCTL" -j -r "$TD_DIR/a" conn list | grep -o '"id":[0-9]*' | head -1 | cut -d: -f2)
+if "$FALCONCTL" -r "$TD_DIR/a" conn show "$id" | grep -q "fcwnd"; then e2e_ok "falconctl conn show $id"; else e2e_fail "falconctl conn show"; fi
+for cmd in status "peer list" "qp list" "mr list" "client list" stats; do
+	# shellcheck disable=SC2086
+	if "$FALCONCTL" -j -r "$TD_DIR/b" $cmd | grep -q '^[[{]' && "$FALCONCTL" -r "$TD_DIR/b" $cmd >/dev/null; then
+		e2e_ok "falconctl $cmd (table and -j)"
+	else
+		e2e_fail "falconctl $cmd"
+	fi
+done
+if "$FALCONCTL" -r "$TD_DIR/a" status | grep -q "security: none"; then e2e_ok "status names the security mode"; else e2e_fail "status security"; fi
+"$FALCONCTL" -r "$TD_DIR/a" conn show 99999 >/dev/null 2>&1
+[ $? -eq 1 ] && e2e_ok "conn show of an unknown id exits 1" || e2e_fail "conn show unknown id"
+"$FALCONCTL" -r "$TD_DIR/nowhere" status 2>"$TD_DIR/ctl.err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "is falcond running" "$TD_DIR/ctl.err"; then e2e_ok "falconctl without a daemon: message, exit 2"; else e2e_fail "falconctl without a daemon (rc $rc)"; fi
+wait $steady
+rc=$?
+cat "$TD_DIR/steady.log"
+[ $rc -eq 0 ] && e2e_ok "steady transfer during falconctl" || e2e_fail "steady transfer"
+
+# a client killed with SIGKILL mid-transfer: the daemons free its objects, another goes on
+sleep 0.3
+base_fds=$(e2e_fds "$TD_PID_A"); base_rss=$(e2e_rss "$TD_PID_A")
+E2E_SERVICE=5002 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4 >"$TD_DIR/other.log" 2>&1 &
+other=$!
+E2E_SERVICE=5003 "$E2E_BIN/e2e_client" victim "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" >"$TD_DIR/victim.log" 2>&1 &
+victim=$!
+for _ in $(seq 50); do grep -q "until killed" "$TD_DIR/victim.log" && break; sleep 0.1; done
+sleep 1
+kill -KILL $victim; wait $victim 2>/dev/null
+wait $other
+rc=$?
+cat "$TD_DIR/other.log"
+[ $rc -eq 0 ] && e2e_ok "the other client's transfer went on" || e2e_fail "other client's transfer"
+sleep 0.3
+fds=$(e2e_fds "$TD_PID_A"); rss=$(e2e_rss "$TD_PID_A")
+clients=$("$FALCONCTL" -j -r "$TD_DIR/a" client list)
+echo "daemon A: fds $base_fds -> $fds, RSS $base_rss kB -> $rss kB, clients now $clients"
+[ "$fds" -le "$base_fds" ] && e2e_ok "fds back to the baseline after SIGKILL" || e2e_fail "fds leaked ($base_fds -> $fds)"
+[ "$rss" -le $((base_rss + 8192)) ] && e2e_ok "RSS back near the baseline (+8 MiB)" || e2e_fail "RSS grew ($base_rss -> $rss kB)"
+[ "$clients" = "[]" ] && e2e_ok "no client left in the daemon" || e2e_fail "clients left: $clients"
+grep -q "released" "$TD_DIR/a.log" && e2e_ok "the daemon logged the release" || e2e_fail "no release logged"
+
+# hostile clients on the API socket
+e2e_check "api abuse: handles of other clients, malformed messages" "$E2E_BIN/api_abuse" "$TD_SOCK_A"
+kill -0 "$TD_PID_A" && e2e_ok "daemon A alive after the abuse" || e2e_fail "daemon A died"
+
+# feature refusal in the CM hello: a third daemon requires a feature nobody has
+mkdir -p "$TD_DIR/c"
+"$FALCOND" --listen 127.0.0.1 --port $((TD_BASE + 4)) --cm-port $((TD_BASE + 5)) \
+	--runtime-dir "$TD_DIR/c" --cm-require 0x80 --cm-retries 5 2>"$TD_DIR/c.log" &
+cpid=$!
+for _ in $(seq 100); do "$FALCONCTL" -r "$TD_DIR/c" status >/dev/null 2>&1 && break; sleep 0.05; done
+E2E_SERVICE=5004 "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_DIR/c/falcond.sock" "127.0.0.1:$((TD_BASE + 5))" >"$TD_DIR/refused.log" 2>&1
+rc=$?
+cat "$TD_DIR/refused.log"
+if [ $rc -ne 0 ] && grep -q "connection refused" "$TD_DIR/refused.log" && grep -q "lacks features 0x80" "$TD_DIR/c.log" && grep -q "refused service" "$TD_DIR/a.log"; then
+	e2e_ok "a peer lacking a required feature is refused, with the reason logged on both sides"
+else
+	e2e_fail "feature refusal"
+fi
+kill -TERM $cpid; wait $cpid
+
+td_stop
+e2e_done
