@@ -155,7 +155,7 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo install all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo install e2e-chaos all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -181,7 +181,7 @@ test: deps
 		--suite sim $(SIM_BINS) \
 		--suite sim-xdp --args "--xdp" $(BUILD)/tests/sim/test_pdl_sim \
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
-		--suite e2e tests/e2e/test_loopback.sh \
+		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -189,6 +189,12 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory $(FALCOND) $(FALCONCTL) $(BUILD)/examples/demo
 	@BUILD=$(BUILD) scripts/demo.sh
+
+# the chaos run of the e2e test at full length: 1 GiB of verified WRITEs and READs between
+# two namespaces with drop 5 %, duplicate 1 %, reorder 2 % in the daemons (root)
+E2E_CHAOS_MIB ?= 1024
+e2e-chaos: all
+	@E2E_CHAOS_MIB=$(E2E_CHAOS_MIB) BUILD=$(BUILD) tests/e2e/test_netns.sh
 
 test-unit: all
 	@tests/run-tests.sh --suite unit $(UNIT_BINS)

@@ -49,6 +49,7 @@ _Static_assert((int)FALCON_WR_SEND == FC_RDMA_WR_SEND &&
 _Static_assert((int)FALCON_ACCESS_REMOTE_INVALIDATE == FC_MR_REMOTE_INVALIDATE &&
 	       (int)FALCON_ACCESS_REMOTE_ATOMIC == FC_MR_REMOTE_ATOMIC, "access bits");
 _Static_assert((int)FALCON_WC_GENERAL_ERR == FC_WC_GENERAL_ERR, "wc status");
+_Static_assert((int)FALCON_ORDER_WEAK == FC_RDMA_ORDER_WEAK, "ordering");
 
 enum obj_type { OBJ_FREE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_LISTENER, OBJ_QP };
 static const char *const obj_name[] = { "free", "pd", "mr", "cq", "listener", "qp" };
@@ -491,7 +492,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	if (!pow2_ok(q->sq_entries) || !pow2_ok(q->rq_entries) || q->type != FALCON_QPT_RC ||
 	    q->max_send_sge > FC_RING_SGE_MAX || q->max_recv_sge > FC_RING_SGE_MAX ||
 	    !q->max_inflight || q->max_inflight > 65536 || q->ordering > FALCON_ORDER_WEAK ||
-	    q->rnr_retry > 7 || q->min_rnr_timer > 31)
+	    q->rnr_retry > 7 || q->min_rnr_timer > 31 || q->err_mode > FALCON_ERR_CIE)
 		return -EINVAL;
 	if (c->pending >= 16)
 		return -EBUSY;
@@ -531,6 +532,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	spec->init.max_send_sge = q->max_send_sge ? q->max_send_sge : FC_RING_SGE_MAX;
 	spec->init.max_recv_sge = q->max_recv_sge ? q->max_recv_sge : FC_RING_SGE_MAX;
 	spec->init.max_inflight = q->max_inflight;
+	spec->init.err_mode = q->err_mode == FALCON_ERR_CIE ? FC_RDMA_MODE_CIE : FC_RDMA_MODE_VERBS;
 	spec->init.rnr_retry = q->rnr_retry;
 	spec->init.min_rnr_timer = q->min_rnr_timer;
 	spec->sq = o->u.qp.rings;

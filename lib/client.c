@@ -597,7 +597,8 @@ static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 	    !a->send_cq || !a->recv_cq || (a->qp_type && a->qp_type != FALCON_QPT_RC) ||
 	    a->max_send_sge > FC_RING_SGE_MAX || a->max_recv_sge > FC_RING_SGE_MAX ||
 	    a->max_send_wr > FC_RING_ENTRIES_MAX || a->max_recv_wr > FC_RING_ENTRIES_MAX ||
-	    a->ordering > FALCON_ORDER_WEAK || a->rnr_retry > 7 || a->min_rnr_timer > 31 ||
+	    a->ordering > FALCON_ORDER_WEAK || a->err_mode > FALCON_ERR_CIE || a->rnr_retry > 7 ||
+	    a->min_rnr_timer > 31 ||
 	    a->send_cq->n.ctx != pd->n.ctx || a->recv_cq->n.ctx != pd->n.ctx)
 		return -EINVAL;
 	*q = (struct fc_api_qp_attr){
@@ -608,6 +609,7 @@ static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 		.max_recv_sge = a->max_recv_sge ? a->max_recv_sge : FC_RING_SGE_MAX,
 		.max_inflight = a->max_inflight ? a->max_inflight : 128,
 		.type = FALCON_QPT_RC, .ordering = (uint8_t)a->ordering,
+		.err_mode = (uint8_t)a->err_mode,
 		.rnr_retry = (a->flags & FALCON_QP_RNR_RETRY_SET) ? a->rnr_retry : 7,
 		.min_rnr_timer = a->min_rnr_timer ? a->min_rnr_timer : 1,
 	};

@@ -1306,8 +1306,14 @@ static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 	k = txpkt(w, f->nack_psn); /* the callback may have submitted: a ring can grow */
 	switch (f->nack_code) {
 	case FC_NACK_RNR:
-		/* section 11: retransmission timeout = max(RTO, RNR timeout); not a retry */
+		/* section 11: retransmission timeout = max(RTO, RNR timeout); not a retry. The
+		 * NACK proves the packet arrived: earlier timeouts (a lost packet or NACK of an
+		 * earlier round) say nothing about the path any more, so the count of
+		 * unanswered attempts starts again; how long a receiver may stay not ready is
+		 * the ULP's rnr_retry, not max_retx (a long RNR wait over a lossy path would
+		 * otherwise exhaust the retries of a packet that keeps arriving) */
 		k->rnr = 1;
+		k->retx_count = 0;
 		set_deadline(p, w, k, now + (rnr_ns > p->rto_ns ? rnr_ns : p->rto_ns));
 		break;
 	case FC_NACK_RESOURCE:

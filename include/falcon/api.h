@@ -104,6 +104,7 @@ struct fc_api_qp_attr {
 	uint32_t sq_entries, rq_entries;    /* powers of 2 */
 	uint32_t max_send_sge, max_recv_sge, max_inflight;
 	uint8_t type, ordering, rnr_retry, min_rnr_timer;
+	uint8_t err_mode, pad[3];
 };
 
 struct fc_api_connect {
@@ -130,9 +131,9 @@ struct fc_api_qp_rep {
 
 _Static_assert(sizeof(struct fc_api_hdr) == 24, "api header");
 _Static_assert(sizeof(struct fc_api_reg_mr) == 32, "reg_mr");
-_Static_assert(sizeof(struct fc_api_qp_attr) == 36, "qp attr");
-_Static_assert(sizeof(struct fc_api_connect) == 72, "connect");
-_Static_assert(sizeof(struct fc_api_accept) == 44, "accept");
+_Static_assert(sizeof(struct fc_api_qp_attr) == 40, "qp attr");
+_Static_assert(sizeof(struct fc_api_connect) == 76, "connect");
+_Static_assert(sizeof(struct fc_api_accept) == 48, "accept");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
 
 /* Body size of a request of type t (0 for an unknown type). */

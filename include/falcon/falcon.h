@@ -178,6 +178,11 @@ enum falcon_ordering { /* RDMA over Falcon spec 6.2 */
 	FALCON_ORDER_WEAK = 1,    /* unordered connection, in-order completions */
 };
 
+enum falcon_err_mode { /* RDMA over Falcon spec 6.3 */
+	FALCON_ERR_VERBS = 0,     /* a failed WR moves the QP to the error state (default) */
+	FALCON_ERR_CIE = 1,       /* complete in error: the WR fails, the QP goes on */
+};
+
 struct falcon_qp_init_attr {
 	size_t size;               /* sizeof(struct falcon_qp_init_attr) */
 	uint32_t qp_type;          /* enum falcon_qp_type (0: RC) */
@@ -189,6 +194,7 @@ struct falcon_qp_init_attr {
 	uint32_t max_recv_sge;     /* <= 4 (0: 4) */
 	uint32_t max_inflight;     /* transactions in flight (0: 128) */
 	uint32_t ordering;         /* enum falcon_ordering */
+	uint32_t err_mode;         /* enum falcon_err_mode */
 	uint8_t rnr_retry;         /* 0..7, 7 = retry forever (default 7 when 0 is not
 				      wanted: set FALCON_QP_RNR_RETRY_SET in flags) */
 	uint8_t min_rnr_timer;     /* 5-bit IB RNR timer code (0: 1 = 10 us) */

@@ -9,6 +9,9 @@
  *                                             sizes and offsets, verified; figures printed
  *   e2e_client victim SOCK_A SOCK_B CM_B      connect and WRITE forever (killed by the test)
  *   e2e_client steady SOCK_A SOCK_B CM_B SEC  WRITE + READ verified for SEC seconds
+ *   e2e_client flows SOCK_A SOCK_B CM_B       the spec's flows (RDMA spec 6.6): multi-MTU
+ *                                             READ / WRITE (the daemons reorder), push RNR
+ *                                             (SEND before the receive is posted), CIE
  *
  * Exit status 0 only when every check passed. Every wait is bounded (WAIT_MS).
  */
@@ -98,11 +101,14 @@ static void side_open(struct side *s, const char *sock)
 		die("setting up a side");
 }
 
+static uint32_t err_mode = FALCON_ERR_VERBS;
+
 static struct falcon_qp_init_attr attr_of(struct side *s)
 {
 	return (struct falcon_qp_init_attr){ .size = sizeof(struct falcon_qp_init_attr),
 					     .send_cq = s->cq, .recv_cq = s->cq,
-					     .max_send_wr = 1024, .max_recv_wr = 1024 };
+					     .max_send_wr = 1024, .max_recv_wr = 1024,
+					     .err_mode = err_mode };
 }
 
 static void *acceptor(void *arg)
@@ -397,6 +403,95 @@ static void transfer(struct side *a, struct side *b, uint64_t bytes_goal, double
 	       (double)moved / 1048576 / s, ops, failures);
 }
 
+/* ---- the spec's flows (RDMA over Falcon 6.6.1-6.6.5) ---- */
+
+static int wait_one(struct side *s, struct falcon_wc *wc, int ms)
+{
+	return falcon_wait_cq(s->cq, 1, wc, ms);
+}
+
+static void flows(struct side *a, struct side *b, const char *cm_b)
+{
+	struct falcon_wc wc;
+	uint8_t *src = a->buf, *dst = b->buf + 1048576;
+
+	/* 6.6.1 / 6.6.2: READ and WRITE of many MTUs; with the daemons' reorder knob the
+	 * packets arrive out of order and are placed by RSN */
+	for (int i = 0; i < 64; i++) {
+		uint32_t len = 4096 * (2 + (uint32_t)(rnd() % 30)) + (uint32_t)(rnd() % 4096);
+		struct falcon_sge sge = { (uint64_t)(uintptr_t)src, len, a->mr->lkey };
+		struct falcon_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+					     .opcode = FALCON_WR_RDMA_WRITE,
+					     .remote_addr = (uint64_t)(uintptr_t)dst,
+					     .rkey = b->mr->rkey };
+		uint64_t want;
+
+		memset(a->seen, 0, sizeof(a->seen));
+		fill(src, len);
+		want = fnv(src, len);
+		post(a, &wr);
+		reap(a, 1, "6.6.2 WRITE");
+		CHECK(fnv(dst, len) == want, "6.6.2: WRITE of %u B placed wrongly", len);
+		memset(src, 0, len);
+		wr.wr_id = 2;
+		wr.opcode = FALCON_WR_RDMA_READ;
+		post(a, &wr);
+		reap(a, 1, "6.6.1 READ");
+		CHECK(fnv(src, len) == want, "6.6.1: READ of %u B placed wrongly", len);
+	}
+	printf("flow 6.6.1/6.6.2: 64 multi-MTU WRITEs and READs placed in RSN order\n");
+
+	/* 6.6.3: a SEND finds no receive: RNR, Falcon retries until the receive is posted */
+	{
+		struct falcon_sge sge = { (uint64_t)(uintptr_t)src, 3000, a->mr->lkey };
+		struct falcon_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+					     .opcode = FALCON_WR_SEND };
+		uint64_t want;
+
+		fill(src, 3000);
+		want = fnv(src, 3000);
+		post(a, &wr);
+		CHECK(wait_one(a, &wc, 300) == 0, "6.6.3: the SEND completed with no receive posted "
+		      "(wr %" PRIu64 ", %s)", wc.wr_id, falcon_wc_status_str(wc.status));
+		post_recv(b, 8, dst, 4096, b->mr->lkey);
+		CHECK(wait_one(a, &wc, WAIT_MS) == 1 && wc.status == FALCON_WC_SUCCESS &&
+		      wc.wr_id == 7, "6.6.3: the SEND did not complete after the receive was posted");
+		CHECK(wait_one(b, &wc, WAIT_MS) == 1 && wc.status == FALCON_WC_SUCCESS &&
+		      wc.byte_len == 3000 && fnv(dst, 3000) == want, "6.6.3: receive wrong");
+		printf("flow 6.6.3: SEND retried past RNR until the receive was posted\n");
+	}
+
+	/* 6.6.5: complete in error: a QP pair in CIE mode; a WRITE to a bad R_Key completes
+	 * REM_ACCESS_ERR and the QP goes on */
+	{
+		struct side a2 = *a, b2 = *b;
+		struct falcon_sge sge = { (uint64_t)(uintptr_t)src, 8192, a->mr->lkey };
+		struct falcon_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+					     .opcode = FALCON_WR_RDMA_WRITE,
+					     .remote_addr = (uint64_t)(uintptr_t)dst,
+					     .rkey = b->mr->rkey ^ 0x5A5A0000u };
+
+		err_mode = FALCON_ERR_CIE;
+		service++;
+		a2.qp = b2.qp = NULL;
+		connect_pair(&a2, &b2, cm_b);
+		post(&a2, &wr);
+		CHECK(wait_one(&a2, &wc, WAIT_MS) == 1 && wc.status == FALCON_WC_REM_ACCESS_ERR,
+		      "6.6.5: a bad R_Key did not complete REM_ACCESS_ERR (%s)",
+		      falcon_wc_status_str(wc.status));
+		fill(src, 8192);
+		wr.rkey = b->mr->rkey;
+		wr.wr_id = 10;
+		post(&a2, &wr);
+		CHECK(wait_one(&a2, &wc, WAIT_MS) == 1 && wc.status == FALCON_WC_SUCCESS &&
+		      fnv(dst, 8192) == fnv(src, 8192), "6.6.5: the QP did not go on after CIE");
+		falcon_destroy_qp(a2.qp);
+		falcon_destroy_qp(b2.qp);
+		falcon_listener_close(b2.l);
+		printf("flow 6.6.5: CIE completed the bad WRITE in error, the QP went on\n");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct side a = { 0 }, b = { 0 };
@@ -421,6 +516,8 @@ int main(int argc, char **argv)
 		transfer(&a, &b, (uint64_t)(argc > 5 ? atoi(argv[5]) : 1024) << 20, 0);
 	} else if (!strcmp(mode, "steady")) {
 		transfer(&a, &b, 0, argc > 5 ? atof(argv[5]) : 5);
+	} else if (!strcmp(mode, "flows")) {
+		flows(&a, &b, argv[4]);
 	} else if (!strcmp(mode, "victim")) {
 		printf("victim: transferring until killed\n");
 		fflush(stdout);

@@ -450,6 +450,52 @@ static void test_push_rnr(void **state)
 	teardown_pair();
 }
 
+/* An RNR NACK proves the packet arrived: the timeouts before it no longer count toward
+ * max_retx. With max_retx 3, two lost attempts, then an RNR NACK: the packet may still be
+ * lost 3 times after the RNR wait before it is exhausted (a long RNR wait over a lossy
+ * path must not exhaust a packet that keeps arriving). */
+static void test_rnr_resets_retry_count(void **state)
+{
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+	uint64_t t = 0;
+
+	(void)state;
+	setup_pair(retx3);
+	B->auto_ack = 0;
+	submit(A, FC_PKT_PUSH_DATA, 1, 0);
+	pump(A, B, t, drop_all, NULL, NULL);
+	for (int i = 0; i < 2; i++) { /* two timeouts, both lost */
+		t = fc_pdl_next_deadline(A->p);
+		fire(A, t);
+		pump(A, B, t, drop_all, NULL, NULL);
+	}
+	t = fc_pdl_next_deadline(A->p);
+	fire(A, t);
+	assert_int_equal(pump(A, B, t, NULL, NULL, NULL), 1); /* the third try arrives */
+	assert_int_equal(C(A)->retx_timeout, 3);
+	assert_int_equal(fc_pdl_ulp_nack(B->p, FC_WIN_DATA, 300, FC_NACK_RNR, 0x01, 0, t), 0);
+	assert_int_equal(pump(B, A, t, NULL, NULL, NULL), 1);
+	assert_int_equal(A->last_nack_code, FC_NACK_RNR);
+	t = fc_pdl_next_deadline(A->p);
+	fire(A, t); /* the RNR wait is over: sent again, lost */
+	pump(A, B, t, drop_all, &last, lastbuf);
+	assert_int_equal(last.type, FC_PKT_PUSH_DATA);
+	for (int i = 0; i < 3; i++) { /* three more timeouts: still the data packet */
+		t = fc_pdl_next_deadline(A->p);
+		fire(A, t);
+		pump(A, B, t, drop_all, &last, lastbuf);
+		assert_int_equal(last.type, FC_PKT_PUSH_DATA);
+		assert_int_equal(last.psn, 300);
+	}
+	t = fc_pdl_next_deadline(A->p);
+	fire(A, t); /* now exhausted: Resync */
+	pump(A, B, t, drop_all, &last, lastbuf);
+	assert_int_equal(last.type, FC_PKT_RESYNC);
+	assert_int_equal(last.resync_code, FC_RESYNC_RETX_EXHAUSTED);
+	teardown_pair();
+}
+
 /* Capture what e sends at `now` without delivering it. Returns the number captured. */
 struct held { uint8_t buf[512]; int len; uint64_t tx_ns; };
 static int hold(struct ep *e, uint64_t now, struct held *h, int max)
@@ -1090,6 +1136,7 @@ int main(void)
 		cmocka_unit_test(test_max_retx_resync_fatal),
 		cmocka_unit_test(test_exhausted_then_resync_acked),
 		cmocka_unit_test(test_push_rnr),
+		cmocka_unit_test(test_rnr_resets_retry_count),
 		cmocka_unit_test(test_rnr_retx_not_early_on_same_unit_eack),
 		cmocka_unit_test(test_ar_on_emptying_packet),
 		cmocka_unit_test(test_gather_at_encode),

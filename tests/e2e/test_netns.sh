@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Two network namespaces on a veth pair (MTU 9000), a falcond in each: the opcode x size
+# matrix, the spec flows of RDMA 6.6 with the daemons reordering, and a chaos run (drop
+# 5 %, duplicate 1 %, reorder 2 % on both daemons' transmit side) of E2E_CHAOS_MIB MiB of
+# verified WRITEs and READs. Needs root (namespaces); says so and counts nothing without.
+#   E2E_CHAOS_MIB=1024 tests/e2e/test_netns.sh     (make e2e-chaos)
+set -u
+cd "$(dirname "$0")/../.."
+. tests/e2e/lib.sh
+e2e_init e2e-netns
+CHAOS_MIB=${E2E_CHAOS_MIB:-64}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "e2e-netns: SKIPPED: needs root for network namespaces (run make test as root)"
+	echo "e2e-netns: 0 passed, 0 failed"
+	exit 0
+fi
+
+NS_A=fe2e-a-$$ NS_B=fe2e-b-$$
+netns_down() {
+	ip netns del "$NS_A" 2>/dev/null
+	ip netns del "$NS_B" 2>/dev/null
+}
+netns_up() {
+	ip netns add "$NS_A" && ip netns add "$NS_B" &&
+	ip link add "fva$$" netns "$NS_A" type veth peer name "fvb$$" netns "$NS_B" &&
+	ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up &&
+	ip -n "$NS_A" link set "fva$$" mtu 9000 up && ip -n "$NS_B" link set "fvb$$" mtu 9000 up &&
+	ip -n "$NS_A" addr add 10.77.$(( $$ % 250 )).1/24 dev "fva$$" &&
+	ip -n "$NS_B" addr add 10.77.$(( $$ % 250 )).2/24 dev "fvb$$"
+}
+
+. scripts/two-daemons.sh
+cleanup() { td_stop; netns_down; }
+trap cleanup EXIT
+if ! netns_up; then
+	e2e_fail "create namespaces and veth"
+	e2e_done
+	exit 1
+fi
+TD_NS_A=$NS_A TD_NS_B=$NS_B
+TD_ADDR_A=10.77.$(( $$ % 250 )).1 TD_ADDR_B=10.77.$(( $$ % 250 )).2
+
+# clean daemons: matrix
+td_start "--mtu 8192" "--mtu 8192" || { e2e_fail "daemons start"; e2e_done; exit 1; }
+trap cleanup EXIT
+e2e_check "matrix across the veth (1 B .. 1 MiB, every opcode)" "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
+td_stop
+
+# daemons that reorder (and lose a little): the spec flows
+td_start "--mtu 4096 --fault-tx reorder=10%,drop=1% --fault-seed 11" "--mtu 4096 --fault-tx reorder=10%,drop=1% --fault-seed 12" || { e2e_fail "daemons start"; e2e_done; exit 1; }
+trap cleanup EXIT
+e2e_check "spec flows 6.6.1-6.6.3, 6.6.5 through the API" "$E2E_BIN/e2e_client" flows "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
+st_a=$("$FALCONCTL" -j -r "$TD_DIR/a" stats)
+st_b=$("$FALCONCTL" -j -r "$TD_DIR/b" stats)
+num() { grep -o "\"$1\":[0-9]*" <<<"$2" | head -1 | cut -d: -f2; }
+echo "A: tx_reorder $(num tx_reorder "$st_a") tx_drop $(num tx_drop "$st_a"); B: rnr_sent $(num rnr_sent "$st_b") nak_sent $(num nak_sent "$st_b")"
+[ "$(num tx_reorder "$st_a")" -gt 0 ] && e2e_ok "packets were reordered on the way" || e2e_fail "no reordering happened"
+[ "$(num rnr_sent "$st_b")" -gt 0 ] && e2e_ok "the target answered RNR (6.6.3)" || e2e_fail "no RNR sent"
+[ "$(num nak_sent "$st_b")" -gt 0 ] && e2e_ok "the target NACKed the bad R_Key (6.6.5)" || e2e_fail "no NACK sent"
+td_stop
+
+# chaos
+td_start "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 21" "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 22" || { e2e_fail "daemons start"; e2e_done; exit 1; }
+trap cleanup EXIT
+e2e_check "chaos: $CHAOS_MIB MiB WRITE + READ verified, drop 5 % dup 1 % reorder 2 %" "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" "$CHAOS_MIB"
+st_a=$("$FALCONCTL" -j -r "$TD_DIR/a" stats)
+echo "A: fault tx_drop $(num tx_drop "$st_a") tx_dup $(num tx_dup "$st_a") tx_reorder $(num tx_reorder "$st_a")"
+"$FALCONCTL" -r "$TD_DIR/a" conn list 2>/dev/null | head -3
+[ "$(num tx_drop "$st_a")" -gt 0 ] && e2e_ok "the chaos knobs dropped packets" || e2e_fail "no drops happened"
+td_stop
+e2e_done
