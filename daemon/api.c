@@ -719,11 +719,8 @@ static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		if (n <= 0) {
-			client_free(a, c, n == 0 ? "disconnected" : "failed");
-			return;
-		}
-		for (struct cmsghdr *ch = CMSG_FIRSTHDR(&m); ch; ch = CMSG_NXTHDR(&m, ch)) {
+		for (struct cmsghdr *ch = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; ch;
+		     ch = CMSG_NXTHDR(&m, ch)) {
 			if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS)
 				continue;
 			unsigned k2 = (unsigned)((ch->cmsg_len - CMSG_LEN(0)) / sizeof(int));
@@ -738,12 +735,19 @@ static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
 					close(fd); /* more than a message may carry */
 			}
 		}
-		int rc = (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EPROTO :
+		/* n == 0: the end of the stream, or an empty message (which no client sends):
+		 * either way the session ends, and descriptors that came with it are closed */
+		int rc = n <= 0 ? -ECONNRESET :
+			 (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EPROTO :
 			 handle(c, buf, (size_t)n, fds, nfds);
 
 		for (unsigned i = 0; i < nfds; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
+		if (rc == -ECONNRESET) {
+			client_free(a, c, n == 0 ? "disconnected" : "failed");
+			return;
+		}
 		if (rc == -EPROTO) {
 			a->st.proto_errors++;
 			LOG_W("api: client %u (pid %d) broke the protocol: disconnected", c->id,

@@ -66,6 +66,12 @@ struct fd_daemon {
 	uint64_t loops, tx_rounds;
 };
 
+/* loop.c */
+void fd_cfg_default(struct fd_cfg *c);
+/* Open the I/O, the node and the sockets and start their watchers on d->loop (d->cfg
+ * set). Returns 0, or -errno with the reason logged; falcond_stop undoes what was done. */
+int falcond_start(struct fd_daemon *d);
+void falcond_stop(struct fd_daemon *d);
 uint64_t fd_now_ns(void);
 /* Run the engine's transmit side until it has nothing to send or a budget is spent;
  * re-arm the node timer. Everything that gives the engine work calls it. */

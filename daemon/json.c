@@ -5,6 +5,7 @@
 
 #include "falcond.h"
 
+__attribute__((format(printf, 2, 0)))
 static void vput(struct fd_json *j, const char *fmt, va_list ap)
 {
 	size_t room = j->len < j->cap ? j->cap - j->len : 0;
@@ -14,6 +15,7 @@ static void vput(struct fd_json *j, const char *fmt, va_list ap)
 		j->len += (size_t)n;
 }
 
+__attribute__((format(printf, 2, 3)))
 static void put(struct fd_json *j, const char *fmt, ...)
 {
 	va_list ap;

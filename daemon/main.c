@@ -1,15 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * main.c - falcond: options and config file, the libev loop over one node, its one
- * timer, and the order in which the parts start and stop (falcond.h).
- *
- * The loop (one thread):
- *   UDP socket readable -> fc_io_udp_rx -> node -> engine        (then fd_kick)
- *   node timer          -> fc_node_on_timer                      (then fd_kick)
- *   before sleeping     -> fd_api_prepare: WRs from the clients' rings, CQ wakeups
- *   fd_kick             -> fc_node_poll_tx until the engine has nothing to send (bounded
- *                          per call; an idle watcher keeps the loop awake for the rest),
- *                          the timer re-armed from fc_node_next_deadline
+ * main.c - falcond's command line and config file (the long option names as "key value"
+ * lines; the command line overrides the file), then the loop of loop.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,9 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "falcon/api.h"
@@ -29,138 +18,6 @@
 #include "log.h"
 
 #define FALCOND_VERSION "0.1"
-#define TX_FRAMES 2048u
-#define KICK_ROUNDS 16u       /* poll_tx calls per kick before the loop takes a breath */
-#define RX_PER_WAKE 1024u     /* datagrams per readable event */
-
-uint64_t fd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint32_t key_rand(void *ctx)
-{
-	uint32_t v;
-
-	(void)ctx;
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = (uint32_t)(fd_now_ns() * 2654435761u);
-	return v;
-}
-
-void fd_kick(struct fd_daemon *d)
-{
-	uint64_t now = fd_now_ns(), dl;
-	unsigned rounds = 0, n = 0;
-
-	do {
-		n = fc_node_poll_tx(d->node, now, FC_NODE_BATCH_MAX);
-		d->tx_rounds++;
-	} while (n == FC_NODE_BATCH_MAX && ++rounds < KICK_ROUNDS);
-	if (n == FC_NODE_BATCH_MAX)
-		ev_idle_start(d->loop, &d->idle_w); /* more to send: do not sleep */
-	dl = fc_node_next_deadline(d->node);
-	ev_timer_stop(d->loop, &d->timer_w);
-	if (dl != UINT64_MAX) {
-		double after = dl > now ? (double)(dl - now) / 1e9 : 0.;
-
-		ev_timer_set(&d->timer_w, after, 0.);
-		ev_timer_start(d->loop, &d->timer_w);
-	}
-}
-
-static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct fd_daemon *d = w->data;
-	int rc = fc_io_udp_rx(d->io, d->node, fd_now_ns(), RX_PER_WAKE);
-
-	(void)loop;
-	(void)revents;
-	if (rc < 0)
-		LOG_D("udp: receive: %s", strerror(-rc));
-	fd_kick(d);
-}
-
-static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct fd_daemon *d = w->data;
-
-	(void)loop;
-	(void)revents;
-	fc_node_on_timer(d->node, fd_now_ns());
-	fd_kick(d);
-}
-
-static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
-{
-	struct fd_daemon *d = w->data;
-
-	(void)revents;
-	ev_idle_stop(loop, w);
-	fd_kick(d);
-}
-
-static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
-{
-	struct fd_daemon *d = w->data;
-
-	(void)revents;
-	d->loops++;
-	for (int i = 0; i < 4 && fd_api_prepare(d->api, 0) > 0; i++)
-		fd_kick(d);
-	/* going to sleep: tell the clients to ring, then look once more (a WR published
-	 * before the flag was seen would otherwise wait for the next wakeup) */
-	if (fd_api_prepare(d->api, 1) > 0) {
-		fd_kick(d);
-		ev_idle_start(loop, &d->idle_w);
-	}
-}
-
-static unsigned fault_rx(void *ctx, struct fc_frame *f, unsigned n, unsigned cap)
-{
-	return fc_fault_rx(ctx, f, n, cap);
-}
-
-static void fault_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct fd_daemon *d = w->data;
-
-	(void)loop;
-	(void)revents;
-	fc_fault_flush_tx(d->fault);
-}
-
-static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
-{
-	(void)revents;
-	LOG_I("falcond: %s: shutting down", strsignal(w->signum));
-	ev_break(loop, EVBREAK_ALL);
-}
-
-/* ---- configuration ---- */
-
-static void cfg_default(struct fd_cfg *c)
-{
-	memset(c, 0, sizeof(*c));
-	snprintf(c->api_path, sizeof(c->api_path), "/run/falcon/falcond.sock");
-	snprintf(c->admin_path, sizeof(c->admin_path), "/run/falcon/falconctl.sock");
-	snprintf(c->listen_addr, sizeof(c->listen_addr), "127.0.0.1");
-	c->data_port = 7470;
-	c->cm_port = FALCON_CM_PORT_DEFAULT;
-	c->max_conns = 1024;
-	c->max_qps = 1024;
-	c->max_cqs = 1024;
-	c->max_mrs = 4096;
-	c->max_clients = 64;
-	c->mtu_bytes = 4096;
-	c->features_supported = FD_CM_F_ALL;
-	c->cm_retry_ms = 100;
-	c->cm_retries = 30;
-	c->log_level = FC_LOG_INFO;
-}
 
 enum opt_id {
 	O_CONFIG = 'c', O_HELP = 'h', O_VERSION = 'V',
@@ -218,6 +75,13 @@ static void usage(FILE *f)
 		"  --cm-retries N         CM retransmissions before giving up (default 30)\n"
 		"  -V, --version, -h, --help\n",
 		FALCON_CM_PORT_DEFAULT);
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)revents;
+	LOG_I("falcond: %s: shutting down", strsignal(w->signum));
+	ev_break(loop, EVBREAK_ALL);
 }
 
 static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -407,143 +271,32 @@ static int parse_args(struct fd_cfg *c, int argc, char **argv)
 	return 0;
 }
 
-/* ---- start and stop ---- */
-
-static int open_io(struct fd_daemon *d)
-{
-	struct sockaddr_storage ss;
-	socklen_t len;
-
-	memset(&ss, 0, sizeof(ss));
-	if (inet_pton(AF_INET, d->cfg.listen_addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
-		ss.ss_family = AF_INET;
-		((struct sockaddr_in *)&ss)->sin_port = htons(d->cfg.data_port);
-		len = sizeof(struct sockaddr_in);
-	} else if (inet_pton(AF_INET6, d->cfg.listen_addr,
-			     &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
-		ss.ss_family = AF_INET6;
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(d->cfg.data_port);
-		len = sizeof(struct sockaddr_in6);
-	} else {
-		LOG_E("falcond: --listen %s is not an IPv4 or IPv6 address", d->cfg.listen_addr);
-		return -EINVAL;
-	}
-	d->io = fc_io_udp_open((struct sockaddr *)&ss, len, TX_FRAMES);
-	if (!d->io) {
-		LOG_E("falcond: UDP %s port %u: %s", d->cfg.listen_addr, d->cfg.data_port,
-		      strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-static int start(struct fd_daemon *d)
-{
-	struct fc_node_cfg nc;
-	int rc;
-
-	if ((rc = open_io(d)))
-		return rc;
-	fc_node_cfg_default(&nc);
-	nc.txn.max_conns = d->cfg.max_conns;
-	nc.rdma.max_conns = d->cfg.max_conns;
-	nc.rdma.max_qps = d->cfg.max_qps;
-	nc.rdma.max_cqs = d->cfg.max_cqs;
-	nc.rdma.mtu_bytes = d->cfg.mtu_bytes;
-	nc.txn.mtu_bytes = d->cfg.mtu_bytes + FC_RDMA_HDR_MAX;
-	nc.mr_cap = d->cfg.max_mrs;
-	nc.rand = key_rand;
-	nc.io = &fc_io_udp_ops;
-	nc.io_ctx = d->io;
-	if (d->cfg.fault_on) {
-		d->cfg.fault.seed = d->cfg.fault.seed ? d->cfg.fault.seed : 1;
-		d->fault = fc_fault_new(&d->cfg.fault, &fc_io_udp_ops, d->io);
-		if (!d->fault) {
-			LOG_E("falcond: fault injection: %s", strerror(errno));
-			return -errno;
-		}
-		nc.io = &fc_fault_ops;
-		nc.io_ctx = d->fault;
-		fc_io_udp_set_rx_filter(d->io, fault_rx, d->fault);
-		LOG_W("falcond: FAULT INJECTION ON (seed %llu): tx drop %u dup %u reorder %u "
-		      "corrupt %u, rx drop %u dup %u reorder %u corrupt %u (ppm)",
-		      (unsigned long long)d->cfg.fault.seed, d->cfg.fault.tx.drop_ppm,
-		      d->cfg.fault.tx.dup_ppm, d->cfg.fault.tx.reorder_ppm,
-		      d->cfg.fault.tx.corrupt_ppm, d->cfg.fault.rx.drop_ppm, d->cfg.fault.rx.dup_ppm,
-		      d->cfg.fault.rx.reorder_ppm, d->cfg.fault.rx.corrupt_ppm);
-	}
-	d->node = fc_node_new(&nc);
-	if (!d->node) {
-		LOG_E("falcond: engine: %s", strerror(errno));
-		return -errno;
-	}
-	if (!(d->cm = fd_cm_new(d))) {
-		LOG_E("falcond: CM UDP %s port %u: %s", d->cfg.listen_addr, d->cfg.cm_port,
-		      strerror(errno));
-		return -errno;
-	}
-	if (!(d->api = fd_api_new(d))) {
-		LOG_E("falcond: API socket %s: %s", d->cfg.api_path, strerror(errno));
-		return -errno;
-	}
-	if (!(d->admin = fd_admin_new(d))) {
-		LOG_E("falcond: admin socket %s: %s", d->cfg.admin_path, strerror(errno));
-		return -errno;
-	}
-	ev_io_init(&d->io_w, io_cb, fc_io_udp_fd(d->io), EV_READ);
-	ev_timer_init(&d->timer_w, timer_cb, 0., 0.);
-	ev_prepare_init(&d->prep_w, prepare_cb);
-	ev_idle_init(&d->idle_w, idle_cb);
-	d->io_w.data = d->timer_w.data = d->prep_w.data = d->idle_w.data = d;
-	ev_io_start(d->loop, &d->io_w);
-	ev_prepare_start(d->loop, &d->prep_w);
-	if (d->fault) {
-		ev_timer_init(&d->fault_w, fault_cb, 0.001, 0.001);
-		d->fault_w.data = d;
-		ev_timer_start(d->loop, &d->fault_w);
-	}
-	for (int i = 0; i < 2; i++) {
-		ev_signal_init(&d->sig_w[i], signal_cb, i ? SIGTERM : SIGINT);
-		ev_signal_start(d->loop, &d->sig_w[i]);
-		ev_unref(d->loop);
-	}
-	return 0;
-}
-
-static void stop(struct fd_daemon *d)
-{
-	fd_api_free(d->api);     /* clients' QPs go first: peers are told */
-	fd_admin_free(d->admin);
-	fd_cm_free(d->cm);
-	if (d->node)
-		fc_node_free(d->node);
-	fc_fault_free(d->fault);
-	if (d->io)
-		fc_io_udp_close(d->io);
-}
-
 int main(int argc, char **argv)
 {
 	static struct fd_daemon d;
 	int rc;
 
-	cfg_default(&d.cfg);
+	fd_cfg_default(&d.cfg);
 	if (parse_args(&d.cfg, argc, argv))
 		return 2;
 	fc_log_level = d.cfg.log_level;
 	signal(SIGPIPE, SIG_IGN);
 	d.loop = ev_default_loop(EVFLAG_AUTO);
 	d.start_ns = fd_now_ns();
-	rc = start(&d);
+	rc = falcond_start(&d);
+	for (int i = 0; i < 2 && !rc; i++) {
+		ev_signal_init(&d.sig_w[i], signal_cb, i ? SIGTERM : SIGINT);
+		ev_signal_start(d.loop, &d.sig_w[i]);
+		ev_unref(d.loop); /* the sockets keep the loop alive, not the signals */
+	}
 	if (!rc) {
 		LOG_I("falcond %s: data udp %s:%u, cm udp %s:%u, api %s, admin %s, security none "
 		      "(packets are not encrypted: PSP is not built yet)",
 		      FALCOND_VERSION, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,
 		      d.cfg.cm_port, d.cfg.api_path, d.cfg.admin_path);
-		/* the signal watchers are unref'd: keep the loop alive with the sockets */
 		ev_run(d.loop, 0);
 	}
-	stop(&d);
+	falcond_stop(&d);
 	ev_loop_destroy(d.loop);
 	LOG_I("falcond: stopped");
 	return rc ? 1 : 0;
