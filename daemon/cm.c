@@ -151,8 +151,9 @@ struct fd_cm {
 	struct cm_listener lst[CM_LISTENERS_MAX];
 	struct {
 		uint64_t rx, tx, rx_bad, rx_stale, rejects_sent, rejects_rcvd, retries;
-		uint64_t established, timeouts, closed;
+		uint64_t established, timeouts, closed, fault_drops;
 	} st;
+	uint64_t rng;             /* the CM fault knob's */
 };
 
 static uint64_t rand64(void)
@@ -214,6 +215,18 @@ static struct cm_peer *peer_of(struct fd_cm *cm, const struct sockaddr_storage *
 
 /* ---- messages ---- */
 
+/* The --fault-cm knob: lose this message? */
+static int fault_drop(struct fd_cm *cm)
+{
+	if (!cm->d->cfg.cm_drop_ppm)
+		return 0;
+	cm->rng = cm->rng * 6364136223846793005ull + 1442695040888963407ull;
+	if ((cm->rng >> 33) % 1000000u >= cm->d->cfg.cm_drop_ppm)
+		return 0;
+	cm->st.fault_drops++;
+	return 1;
+}
+
 static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sockaddr_storage *to,
 		     socklen_t tolen, uint8_t type, uint16_t reason, uint64_t txid)
 {
@@ -236,6 +249,8 @@ static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sock
 		m.ordering = r->ordering;
 		m.dest_cid = htonl(r->rcid);
 	}
+	if (fault_drop(cm))
+		return;
 	if (sendto(cm->fd, &m, sizeof(m), 0, (const struct sockaddr *)to, tolen) == sizeof(m))
 		cm->st.tx++;
 }
@@ -600,7 +615,8 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 	rep.type = CM_DREP;
 	rep.features_supported = htonl(cm->d->cfg.features_supported);
 	rep.features_required = htonl(cm->d->cfg.features_required);
-	if (sendto(cm->fd, &rep, sizeof(rep), 0, (const struct sockaddr *)from, len) == sizeof(rep))
+	if (!fault_drop(cm) &&
+	    sendto(cm->fd, &rep, sizeof(rep), 0, (const struct sockaddr *)from, len) == sizeof(rep))
 		cm->st.tx++;
 }
 
@@ -705,6 +721,8 @@ static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (n < 0)
 			return;
 		cm->st.rx++;
+		if (fault_drop(cm))
+			continue;
 		if (n != sizeof(m)) {
 			cm->st.rx_bad++;
 			continue;
@@ -780,6 +798,7 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 	if (!cm)
 		return NULL;
 	cm->d = d;
+	cm->rng = d->cfg.fault.seed ^ 0x5DEECE66Dull;
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, d->cfg.listen_addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
@@ -1073,6 +1092,7 @@ size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap)
 	fd_json_kv(&j, "established", "%llu", (unsigned long long)cm->st.established);
 	fd_json_kv(&j, "timeouts", "%llu", (unsigned long long)cm->st.timeouts);
 	fd_json_kv(&j, "closed", "%llu", (unsigned long long)cm->st.closed);
+	fd_json_kv(&j, "fault_drops", "%llu", (unsigned long long)cm->st.fault_drops);
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
 }

@@ -39,6 +39,7 @@ struct fd_cfg {
 	uint32_t cm_retry_ms, cm_retries;
 	struct fc_fault_cfg fault;
 	int fault_on;
+	uint32_t cm_drop_ppm;     /* CM messages lost on purpose, each direction (tests) */
 	int log_level;
 };
 

@@ -23,7 +23,7 @@ enum opt_id {
 	O_CONFIG = 'c', O_HELP = 'h', O_VERSION = 'V',
 	O_LISTEN = 256, O_PORT, O_CM_PORT, O_RUNDIR, O_API, O_ADMIN, O_IO, O_LOG, O_FAULT_TX,
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
-	O_CM_RETRIES,
+	O_CM_RETRIES, O_FAULT_CM,
 };
 
 static const struct option opts[] = {
@@ -41,6 +41,7 @@ static const struct option opts[] = {
 	{ "fault-tx", required_argument, NULL, O_FAULT_TX },
 	{ "fault-rx", required_argument, NULL, O_FAULT_RX },
 	{ "fault-seed", required_argument, NULL, O_FAULT_SEED },
+	{ "fault-cm", required_argument, NULL, O_FAULT_CM },
 	{ "max-conns", required_argument, NULL, O_MAX_CONNS },
 	{ "max-clients", required_argument, NULL, O_MAX_CLIENTS },
 	{ "mtu", required_argument, NULL, O_MTU },
@@ -67,6 +68,7 @@ static void usage(FILE *f)
 		"  --fault-tx SPEC        inject faults on transmit, e.g. drop=5%%,dup=1%%,reorder=2%%,corrupt=0.1%%\n"
 		"  --fault-rx SPEC        the same on receive\n"
 		"  --fault-seed N         seed of the fault injection (default 1)\n"
+		"  --fault-cm drop=P      lose connection-manager messages (both directions)\n"
 		"  --max-conns N          Falcon connections (default 1024)\n"
 		"  --max-clients N        client processes (default 64)\n"
 		"  --mtu N                RDMA payload bytes per packet (default 4096)\n"
@@ -151,6 +153,15 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		rc = fc_fault_parse_dir(v, id == O_FAULT_TX ? &c->fault.tx : &c->fault.rx);
 		c->fault_on = 1;
 		break;
+	case O_FAULT_CM: {
+		struct fc_fault_dir fd;
+
+		rc = fc_fault_parse_dir(v, &fd);
+		if (!rc && (fd.dup_ppm || fd.reorder_ppm || fd.corrupt_ppm))
+			rc = -EINVAL; /* the CM knob loses messages, nothing else */
+		c->cm_drop_ppm = fd.drop_ppm;
+		break;
+	}
 	case O_FAULT_SEED: {
 		char *e;
 

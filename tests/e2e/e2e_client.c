@@ -9,6 +9,8 @@
  *                                             sizes and offsets, verified; figures printed
  *   e2e_client victim SOCK_A SOCK_B CM_B      connect and WRITE forever (killed by the test)
  *   e2e_client steady SOCK_A SOCK_B CM_B SEC  WRITE + READ verified for SEC seconds
+ *   e2e_client connects SOCK_A SOCK_B CM_B N  N connections set up, used once (a WRITE
+ *                                             checked) and torn down, one after another
  *   e2e_client flows SOCK_A SOCK_B CM_B       the spec's flows (RDMA spec 6.6): multi-MTU
  *                                             READ / WRITE (the daemons reorder), push RNR
  *                                             (SEND before the receive is posted), CIE
@@ -516,6 +518,30 @@ int main(int argc, char **argv)
 		transfer(&a, &b, (uint64_t)(argc > 5 ? atoi(argv[5]) : 1024) << 20, 0);
 	} else if (!strcmp(mode, "steady")) {
 		transfer(&a, &b, 0, argc > 5 ? atof(argv[5]) : 5);
+	} else if (!strcmp(mode, "connects")) {
+		int n = argc > 5 ? atoi(argv[5]) : 10;
+
+		for (int i = 0; i < n && !failures; i++) {
+			struct side a2 = a, b2 = b;
+			struct falcon_sge sge = { (uint64_t)(uintptr_t)a.buf, 4096, a.mr->lkey };
+			struct falcon_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+						     .opcode = FALCON_WR_RDMA_WRITE,
+						     .remote_addr = (uint64_t)(uintptr_t)b.buf,
+						     .rkey = b.mr->rkey };
+
+			service++;
+			connect_pair(&a2, &b2, argv[4]);
+			fill(a.buf, 4096);
+			memset(a.seen, 0, sizeof(a.seen));
+			post(&a2, &wr);
+			reap(&a, 1, "connects WRITE");
+			CHECK(fnv(b.buf, 4096) == fnv(a.buf, 4096), "connection %d: WRITE wrong", i);
+			falcon_destroy_qp(a2.qp);
+			falcon_destroy_qp(b2.qp);
+			falcon_listener_close(b2.l);
+		}
+		printf("connects: %d connections set up, used and torn down, %d failures\n", n,
+		       failures);
 	} else if (!strcmp(mode, "flows")) {
 		flows(&a, &b, argv[4]);
 	} else if (!strcmp(mode, "victim")) {

@@ -84,4 +84,13 @@ fi
 kill -TERM $cpid; wait $cpid
 
 td_stop
+
+# the CM over a lossy path: 30 % of its messages lost each way, connections still set up
+td_start "--fault-cm drop=30% --cm-retry-ms 20 --cm-retries 100 --fault-seed 5" "--fault-cm drop=30% --cm-retry-ms 20 --cm-retries 100 --fault-seed 6" || { e2e_fail "daemons start"; e2e_done; exit 1; }
+e2e_check "20 connections set up and torn down with 30 % CM loss" "$E2E_BIN/e2e_client" connects "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 20
+st=$("$FALCONCTL" -j -r "$TD_DIR/a" stats)
+drops=$(grep -o '"fault_drops":[0-9]*' <<<"$st" | cut -d: -f2); retries=$(grep -o '"retries":[0-9]*' <<<"$st" | cut -d: -f2)
+echo "CM of A: $drops messages lost on purpose, $retries retransmissions"
+[ "${drops:-0}" -gt 0 ] && [ "${retries:-0}" -gt 0 ] && e2e_ok "CM losses recovered by retransmission" || e2e_fail "no CM loss or no retry"
+td_stop
 e2e_done
