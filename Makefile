@@ -190,6 +190,23 @@ demo: deps
 	@$(MAKE) --no-print-directory $(FALCOND) $(FALCONCTL) $(BUILD)/examples/demo
 	@BUILD=$(BUILD) scripts/demo.sh
 
+# make install PREFIX=/usr/local (DESTDIR for staging): daemon, CLI, library, headers,
+# pkg-config file, examples
+install: $(FALCOND) $(FALCONCTL) $(CLIENT_LIB) $(FALCON_PERF)
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/falcon $(DESTDIR)$(PREFIX)/share/doc/falcon/examples
+	install -m 755 $(FALCOND) $(DESTDIR)$(PREFIX)/sbin/falcond
+	install -m 755 $(FALCONCTL) $(FALCON_PERF) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(CLIENT_LIB).$(CLIENT_VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libfalcon-client.so.$(CLIENT_VERSION) $(DESTDIR)$(PREFIX)/lib/$(CLIENT_SONAME)
+	ln -sf libfalcon-client.so.$(CLIENT_VERSION) $(DESTDIR)$(PREFIX)/lib/libfalcon-client.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(CLIENT_VERSION)|' lib/falcon-client.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/falcon-client.pc
+	install -m 644 include/falcon/falcon.h include/falcon/api.h include/falcon/queue.h \
+		$(DESTDIR)$(PREFIX)/include/falcon/
+	install -m 644 examples/*.c $(wildcard examples/README.md) \
+		$(DESTDIR)$(PREFIX)/share/doc/falcon/examples/
+
 # the chaos run of the e2e test at full length: 1 GiB of verified WRITEs and READs between
 # two namespaces with drop 5 %, duplicate 1 %, reorder 2 % in the daemons (root)
 E2E_CHAOS_MIB ?= 1024
