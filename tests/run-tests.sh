@@ -45,9 +45,9 @@ run_one() {
 		f=$(grep -E '^\[  FAILED  \] [0-9]+ test' "$log" | grep -oE '[0-9]+' | head -1)
 		if [ -z "$p$f" ]; then
 			local line
-			line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+			line=$(grep -E '^([A-Za-z0-9_-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
 			if [ -n "$line" ]; then
-				p=$(sed -E 's/^([A-Za-z-]+: )?([0-9]+) passed.*/\2/' <<<"$line")
+				p=$(sed -E 's/^([A-Za-z0-9_-]+: )?([0-9]+) passed.*/\2/' <<<"$line")
 				f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
 			fi
 		fi
