@@ -40,7 +40,8 @@
 #include "log.h"
 
 #define OBJS_PER_CLIENT 1024u
-#define RING_ENTRIES_MAX 4096u
+#define RING_ENTRIES_MAX 4096u  /* send / receive rings */
+#define CQ_ENTRIES_MAX 65536u   /* completion rings */
 #define PAGE 4096ull
 
 _Static_assert((int)FALCON_WR_SEND == FC_RDMA_WR_SEND &&
@@ -216,9 +217,9 @@ fail: {
 }
 }
 
-static int pow2_ok(uint32_t n)
+static int pow2_ok(uint32_t n, uint32_t max)
 {
-	return n && n <= RING_ENTRIES_MAX && !(n & (n - 1));
+	return n && n <= max && !(n & (n - 1));
 }
 
 /* ---- objects ---- */
@@ -414,7 +415,7 @@ static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void
 	size_t bytes;
 	void *ring;
 
-	if (!pow2_ok(m->entries))
+	if (!pow2_ok(m->entries, CQ_ENTRIES_MAX))
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	bytes = (fc_rdma_ring_bytes(FC_RING_CQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
 	o = obj_new(c, OBJ_CQ, &rep.handle);
@@ -489,7 +490,8 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 
 	if (!pd || !scq || !rcq)
 		return -ENOENT;
-	if (!pow2_ok(q->sq_entries) || !pow2_ok(q->rq_entries) || q->type != FALCON_QPT_RC ||
+	if (!pow2_ok(q->sq_entries, RING_ENTRIES_MAX) ||
+	    !pow2_ok(q->rq_entries, RING_ENTRIES_MAX) || q->type != FALCON_QPT_RC ||
 	    q->max_send_sge > FC_RING_SGE_MAX || q->max_recv_sge > FC_RING_SGE_MAX ||
 	    !q->max_inflight || q->max_inflight > 65536 || q->ordering > FALCON_ORDER_WEAK ||
 	    q->rnr_retry > 7 || q->min_rnr_timer > 31 || q->err_mode > FALCON_ERR_CIE)
