@@ -121,7 +121,8 @@ static int request(int fd, uint16_t type, const void *body, uint32_t len, int pa
 
 	*h = (struct fc_api_hdr){ .hdr_size = sizeof(*h), .version = FC_API_VERSION, .type = type,
 				  .len = (uint32_t)sizeof(*h) + len, .seq = ++seq };
-	memcpy(buf + sizeof(*h), body, len);
+	if (len)
+		memcpy(buf + sizeof(*h), body, len);
 	if ((rc = send_raw(fd, buf, sizeof(*h) + len, pass_fd)))
 		return rc;
 	return recv_status(fd, out, out_len);
