@@ -90,7 +90,7 @@ enum cm_state {
 	ST_REP_SENT,       /* tgt */
 	ST_ESTABLISHED,
 	ST_REMOTE_CLOSED,  /* the peer sent DREQ: QP in error, waiting for our close */
-	ST_CLOSING,        /* we sent DREQ: waiting for DREP (nothing local left) */
+	ST_CLOSING,        /* our QP is gone; the connection lingers until DREP */
 };
 
 static const char *const state_name[] = {
@@ -131,6 +131,7 @@ struct cm_rec {
 	ev_timer w;
 	uint64_t deadline_ns;
 	uint32_t tries;
+	int dreq_sent;            /* ST_CLOSING: DREQ went out (not held for an ACK) */
 };
 
 struct cm_listener {
@@ -289,15 +290,20 @@ static void rec_arm(struct cm_rec *r, uint64_t after_ns)
 	ev_timer_start(r->cm->d->loop, &r->w);
 }
 
+static void rec_destroy_qp(struct cm_rec *r)
+{
+	if (r->have_qp) {
+		fc_rdma_qp_destroy(fc_node_rdma(r->cm->d->node), r->lqpn);
+		r->have_qp = 0;
+	}
+}
+
 /* Undo the engine side: QP, connection, reserved CID. */
 static void rec_release(struct cm_rec *r)
 {
 	struct fc_node *n = r->cm->d->node;
 
-	if (r->have_qp) {
-		fc_rdma_qp_destroy(fc_node_rdma(n), r->lqpn);
-		r->have_qp = 0;
-	}
+	rec_destroy_qp(r);
 	if (r->t) {
 		int rc = fc_node_conn_close(n, r->t);
 
@@ -603,6 +609,10 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 	if (r && r->state == ST_ESTABLISHED) {
 		struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_ERR };
 
+		/* the peer sent its last ACKs before this DREQ, on the data socket: take them
+		 * first, so what it acknowledged completes instead of being flushed (the loop
+		 * may have been handed both sockets at once, the CM's first) */
+		fd_rx(cm->d);
 		fc_rdma_qp_modify(fc_node_rdma(cm->d->node), r->lqpn, &at);
 		r->state = ST_REMOTE_CLOSED;
 		LOG_I("cm: %s closed connection %#x: QP %u in error", addr_str(from, a, sizeof(a)),
@@ -733,6 +743,32 @@ static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- timers ---- */
 
+
+/* A graceful close (ST_CLOSING, our QP destroyed): the Falcon connection stays open until
+ * the peer's DREP, so retransmissions and the ACKs we owe still flow, and the DREQ waits
+ * until no ACK is owed: the peer's last requests then complete before it sees DREQ and
+ * flushes its QP. The wait follows the engine's ACK deadline (the coalescing time, 8 us
+ * by default) and is bounded: after CM_CLOSE_ACK_WAITS checks DREQ goes regardless. */
+#define CM_CLOSE_ACK_WAITS 8u
+#define CM_CLOSE_ACK_SLACK_NS 2000ull
+
+static void close_step(struct cm_rec *r)
+{
+	struct fd_cm *cm = r->cm;
+	uint64_t owed = r->t ? fc_pdl_ack_owed_at(fc_txn_pdl(r->t)) : UINT64_MAX, now = fd_now_ns();
+
+	LOG_D("cm: closing %#x: ack owed at %llu (now %llu), try %u", r->lcid,
+	      (unsigned long long)owed, (unsigned long long)now, r->tries);
+	if (owed != UINT64_MAX && r->tries++ < CM_CLOSE_ACK_WAITS) {
+		rec_arm(r, (owed > now ? owed - now : 0) + CM_CLOSE_ACK_SLACK_NS);
+		return;
+	}
+	r->dreq_sent = 1;
+	r->tries = 0;
+	rec_send(r, CM_DREQ);
+	rec_arm(r, (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull);
+}
+
 static void rec_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct cm_rec *r = w->data;
@@ -775,6 +811,10 @@ static void rec_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		rec_fail(r, -ECONNABORTED);
 		return;
 	case ST_CLOSING:
+		if (!r->dreq_sent) {
+			close_step(r);
+			return;
+		}
 		if (++r->tries > cm->d->cfg.cm_retries) {
 			rec_free(r);
 			return;
@@ -986,12 +1026,13 @@ void fd_cm_close(struct fd_cm *cm, int64_t id)
 
 		if (p && p->conns && r->state == ST_ESTABLISHED)
 			p->conns--;
-		rec_release(r);
+		rec_destroy_qp(r);
 		r->state = ST_CLOSING;
 		r->tries = 0;
+		r->dreq_sent = 0;
 		cm->st.closed++;
-		rec_send(r, CM_DREQ);
-		rec_arm(r, (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull);
+		fd_kick(cm->d); /* what is due now (an ACK the peer asked for) goes first */
+		close_step(r);
 		return;
 	}
 	if (r->state == ST_REMOTE_CLOSED) {

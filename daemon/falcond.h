@@ -77,6 +77,8 @@ uint64_t fd_now_ns(void);
 /* Run the engine's transmit side until it has nothing to send or a budget is spent;
  * re-arm the node timer. Everything that gives the engine work calls it. */
 void fd_kick(struct fd_daemon *d);
+/* Take what the data socket holds now (a bounded batch) into the node, then fd_kick. */
+void fd_rx(struct fd_daemon *d);
 
 /* ---- cm.c ---- */
 

@@ -70,16 +70,20 @@ void fd_kick(struct fd_daemon *d)
 	}
 }
 
-static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+void fd_rx(struct fd_daemon *d)
 {
-	struct fd_daemon *d = w->data;
 	int rc = fc_io_udp_rx(d->io, d->node, fd_now_ns(), RX_PER_WAKE);
 
-	(void)loop;
-	(void)revents;
 	if (rc < 0)
 		LOG_D("udp: receive: %s", strerror(-rc));
 	fd_kick(d);
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	fd_rx(w->data);
 }
 
 static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)

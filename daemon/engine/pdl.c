@@ -1376,6 +1376,15 @@ int fc_pdl_rx_meta(struct fc_pdl *p, const void *pkt, size_t len, const struct f
 /* ------------------------------------------------------------------------ */
 /* timers (9.1.5, 9.1.6)                                                      */
 
+uint64_t fc_pdl_ack_owed_at(const struct fc_pdl *p)
+{
+	if (p->dead)
+		return UINT64_MAX;
+	if (p->rx->ar_pending)
+		return 0;
+	return p->ack_deadline_ns;
+}
+
 uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 {
 	uint64_t t = UINT64_MAX;

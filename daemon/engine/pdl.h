@@ -209,6 +209,11 @@ int fc_pdl_ulp_ack(struct fc_pdl *p, uint32_t psn, uint64_t now_ns);
 int fc_pdl_ulp_nack(struct fc_pdl *p, enum fc_win_id win, uint32_t psn, uint8_t nack_code,
 		    uint8_t rnr_timeout_code, uint8_t ulp_code, uint64_t now_ns);
 
+/* When an ACK is owed to the peer (9.2.5: an AR seen, or received packets not yet
+ * acknowledged): the time it is due (0: at the next poll_tx); UINT64_MAX when none is.
+ * A graceful close waits for it so the peer's last transactions complete. */
+uint64_t fc_pdl_ack_owed_at(const struct fc_pdl *p);
+
 /* Build the next packet to send into buf (a whole Falcon packet). Returns its length,
  * 0 when nothing may be sent now, or -FC_WIRE_ENOSPC when cap is too small. */
 int fc_pdl_poll_tx(struct fc_pdl *p, uint64_t now_ns, void *buf, size_t cap);
