@@ -12,6 +12,53 @@ td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
 e2e_check "demo: every operation verified" "$BUILD/examples/demo" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" --quick
 e2e_check "opcode x size matrix (1 B .. 1 MiB)" "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
 
+# the example a user reads first, and the perftest-like tool in each of its modes
+FALCON_SOCKET=$TD_SOCK_B timeout 30 "$BUILD/examples/rc_pingpong" >"$TD_DIR/pp.log" 2>&1 &
+pp=$!
+for _ in $(seq 50); do grep -q waiting "$TD_DIR/pp.log" && break; sleep 0.1; done
+out=$(FALCON_SOCKET=$TD_SOCK_A timeout 30 "$BUILD/examples/rc_pingpong" "$TD_CM_B" 200 2>&1)
+rc=$?
+wait $pp
+src=$?
+echo "rc_pingpong: $out"
+if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "^200 round trips" <<<"$out" &&
+   grep -q "client left after 200 round trips" "$TD_DIR/pp.log"; then
+	e2e_ok "examples/rc_pingpong: 200 round trips, every echo checked, the server's last echo completed"
+else
+	e2e_fail "examples/rc_pingpong (client $rc, server $src)"
+	cat "$TD_DIR/pp.log"
+fi
+PERF=$BUILD/bench/falcon-perf
+perf_case() { # service args...: server and client, the client's JSON line checked
+	local svc=$1; shift
+	timeout 60 "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$TD_DIR/perf-srv.log" 2>&1 &
+	local srv=$!
+	for _ in $(seq 50); do grep -q "server on" "$TD_DIR/perf-srv.log" && break; sleep 0.1; done
+	local out rc
+	out=$(timeout 60 "$PERF" -S "$TD_SOCK_A" -p "$svc" -j "$@" "$TD_CM_B" 2>&1)
+	rc=$?
+	wait $srv
+	local src=$?
+	echo "falcon-perf $*: $out"
+	# a measured line: a positive rate or latency, never a zero from a run that did nothing
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] &&
+	   grep -qE '"(mops|p50_us)":(0\.0*[1-9]|[1-9])' <<<"$out"; then
+		e2e_ok "falcon-perf $*"
+	else
+		e2e_fail "falcon-perf $* (client $rc, server $src)"
+		cat "$TD_DIR/perf-srv.log"
+	fi
+}
+perf_case 5101 -t write -m bw -s 64K -n 2000
+perf_case 5102 -t read -m bw -s 4K -n 2000 -q 2
+perf_case 5103 -t send -m bw -s 1K -n 2000
+perf_case 5104 -t atomic -m bw -n 2000
+perf_case 5105 -t write -m lat -s 8 -n 500
+perf_case 5106 -t read -m lat -s 8 -n 500
+perf_case 5107 -t send -m lat -s 8 -n 500
+perf_case 5108 -t atomic -m lat -n 500
+perf_case 5109 -t write -m bw -a -s 16K -n 200 -e
+
 # falconctl while a transfer runs
 E2E_SERVICE=5001 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 3 >"$TD_DIR/steady.log" 2>&1 &
 steady=$!
