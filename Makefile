@@ -11,6 +11,9 @@
 #   make bench-sim    the congestion-control benchmark table (bench/sim_cc.c)
 #   make bench-engine the engine's cost per operation (bench/engine_bench.c); INSTR=1 adds
 #                     callgrind instruction counts
+#   make bench-netns  falcon-perf beside iperf3 and sockperf on a veth pair (root)
+#   make demo         two falcond on 127.0.0.1 and a client through every operation
+#   make e2e-chaos    1 GiB of verified RDMA between two namespaces with loss (root)
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
 
@@ -59,7 +62,7 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 
 # node: one Falcon endpoint, the engine behind an I/O backend (daemon/node.c), shared by
 # falcond, the simulator tests and the benchmarks
-NODE_SRCS := daemon/node.c daemon/io_udp.c daemon/fault.c
+NODE_SRCS := daemon/node.c daemon/io_udp.c daemon/fault.c daemon/encap_null.c
 NODE_OBJS := $(NODE_SRCS:%.c=$(BUILD)/%.o)
 NODE_LIB := $(BUILD)/libfcnode.a
 
@@ -155,21 +158,17 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo install e2e-chaos all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo install e2e-chaos bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
 deps:
-	@missing=""; \
-	for p in $(DEB_PKGS); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
-			|| missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "make deps: installing$$missing"; \
-		if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install$$missing" >&2; exit 1; fi; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	@scripts/deps.sh $(DEB_PKGS)
+
+# the other stacks the netns benchmark measures falcon against
+BENCH_PKGS := iperf3 sockperf
+bench-deps: deps
+	@scripts/deps.sh $(BENCH_PKGS)
 
 # `make test` = deps, build, then every suite; one summary line at the end.
 test: deps
@@ -229,6 +228,11 @@ memcheck: all
 bench-engine: $(BUILD)/bench/engine_bench
 	$(BUILD)/bench/engine_bench
 	$(if $(filter 1,$(INSTR)),bench/instr.sh $(BUILD)/bench/engine_bench)
+
+# falcon through falcond beside the kernel's TCP and UDP (iperf3, sockperf) on one veth
+# pair between two namespaces, in the same run (root; bench/netns_compare.sh)
+bench-netns: bench-deps all
+	@BUILD=$(BUILD) bench/netns_compare.sh
 
 # Congestion control in the simulator: N = 2, 8, 32 flows through one bottleneck (table).
 bench-sim: $(BUILD)/bench/sim_cc

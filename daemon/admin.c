@@ -50,7 +50,8 @@ static void json_node(struct fd_json *j, const struct fc_node_counters *c)
 	U64(j, c, rx_frames); U64(j, c, rx_bytes); U64(j, c, tx_frames); U64(j, c, tx_bytes);
 	U64(j, c, rx_short); U64(j, c, rx_encap_err); U64(j, c, rx_unknown_cid);
 	U64(j, c, rx_peer_mismatch); U64(j, c, rx_engine_err); U64(j, c, tx_no_frame);
-	U64(j, c, tx_encap_err); U64(j, c, tx_io_drop);
+	U64(j, c, tx_encap_err); U64(j, c, tx_io_drop); U64(j, c, cc_events);
+	U64(j, c, cc_errors);
 	fd_json_close(j, '}');
 }
 
@@ -117,7 +118,9 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kv(&j, "pid", "%d", (int)getpid());
 		fd_json_kv(&j, "uptime_s", "%.1f", (double)(fd_now_ns() - d->start_ns) / 1e9);
 		fd_json_kstr(&j, "io", "udp");
-		fd_json_kstr(&j, "security", "none (no PSP yet: packets are not encrypted)");
+		fd_json_kstr(&j, "security", "none (PSP NULL header: packets are neither "
+				 "encrypted nor authenticated)");
+		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off (fixed windows and RTO)" : "swift");
 		fd_json_kstr(&j, "address", d->cfg.listen_addr);
 		fd_json_kv(&j, "data_port", "%u", d->cfg.data_port);
 		fd_json_kv(&j, "cm_port", "%u", d->cfg.cm_port);

@@ -367,6 +367,9 @@ static int open_conn(struct cm_rec *r)
 	c.pdl.rx_psn[1] = r->peer_psn_data;
 	c.rsn_tx = r->my_rsn;
 	c.rsn_rx = r->peer_rsn;
+	/* until the RUE's first answer (and for good with --cc off) */
+	if (c.pdl.rto_ns < (uint64_t)r->cm->d->cfg.min_rto_us * 1000u)
+		c.pdl.rto_ns = (uint64_t)r->cm->d->cfg.min_rto_us * 1000u;
 	r->t = fc_node_conn_open(r->cm->d->node, r->lcid, &c);
 	return r->t ? 0 : -errno;
 }

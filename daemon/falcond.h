@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "encap_null.h"
 #include "fault.h"
 #include "io_udp.h"
 #include "node.h"
@@ -27,6 +28,13 @@
  * requires of its peer. None are defined by this version but the room is the point: the
  * security issue adds PSP and its ciphers. */
 #define FD_CM_F_ALL 0u
+
+/* Swift's targets for a software path: the delay a daemon measures (t4 - t1 less the
+ * peer's hold) includes socket queues and scheduling, tens of microseconds even when
+ * idle; and a retransmission timeout below the scheduler's tick retransmits what a
+ * descheduled peer was about to acknowledge. */
+#define FD_CC_TARGET_US_DEFAULT 300u
+#define FD_MIN_RTO_US_DEFAULT 2000u
 
 struct fd_cfg {
 	char api_path[108];       /* API socket */
@@ -40,6 +48,9 @@ struct fd_cfg {
 	struct fc_fault_cfg fault;
 	int fault_on;
 	uint32_t cm_drop_ppm;     /* CM messages lost on purpose, each direction (tests) */
+	int cc_off;               /* no congestion control: fixed windows and RTO */
+	uint32_t cc_target_us;    /* Swift base fabric delay target */
+	uint32_t min_rto_us;      /* smallest RTO the RUE may set */
 	int log_level;
 };
 
@@ -53,8 +64,11 @@ struct fd_daemon {
 	struct fc_node *node;
 	struct fc_io_udp *io;
 	struct fc_fault *fault;       /* NULL unless fault knobs are set */
+	struct fc_encap_null encap;   /* security none (encap_null.h) */
 	ev_io io_w;
-	ev_timer timer_w;             /* the node's one timer */
+	ev_io timer_w;                /* the node's one timer: a timerfd (loop.c) */
+	int timer_fd;
+	uint64_t timer_at_ns;         /* its deadline (UINT64_MAX: disarmed) */
 	ev_prepare prep_w;            /* before sleeping: rings, doorbells, tx */
 	ev_check check_w;
 	ev_idle idle_w;               /* keeps the loop from sleeping while work is left */

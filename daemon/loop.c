@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +50,25 @@ static uint32_t key_rand(void *ctx)
 	return v;
 }
 
+/* The node's one timer is a timerfd on CLOCK_MONOTONIC (fd_now_ns's clock) with an
+ * absolute deadline: the engine's deadlines are microseconds away (ACK coalescing, RTO)
+ * and an ev_timer would sleep in epoll_wait, whose timeout is in whole milliseconds.
+ * Re-armed only when the deadline moves. */
+static void timer_arm(struct fd_daemon *d, uint64_t at_ns)
+{
+	struct itimerspec its = { 0 };
+
+	if (at_ns != UINT64_MAX) {
+		at_ns = at_ns ? at_ns : 1; /* 0 would disarm: "now" is any time in the past */
+		its.it_value.tv_sec = (time_t)(at_ns / 1000000000ull);
+		its.it_value.tv_nsec = (long)(at_ns % 1000000000ull);
+	}
+	if (timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		d->timer_at_ns = at_ns;
+	else
+		LOG_E("falcond: timerfd: %s", strerror(errno)); /* cannot fail with these args */
+}
+
 void fd_kick(struct fd_daemon *d)
 {
 	uint64_t now = fd_now_ns(), dl;
@@ -61,13 +81,8 @@ void fd_kick(struct fd_daemon *d)
 	if (n == FC_NODE_BATCH_MAX)
 		ev_idle_start(d->loop, &d->idle_w); /* more to send: do not sleep */
 	dl = fc_node_next_deadline(d->node);
-	ev_timer_stop(d->loop, &d->timer_w);
-	if (dl != UINT64_MAX) {
-		double after = dl > now ? (double)(dl - now) / 1e9 : 0.;
-
-		ev_timer_set(&d->timer_w, after, 0.);
-		ev_timer_start(d->loop, &d->timer_w);
-	}
+	if (dl != d->timer_at_ns)
+		timer_arm(d, dl);
 }
 
 void fd_rx(struct fd_daemon *d)
@@ -86,12 +101,16 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 	fd_rx(w->data);
 }
 
-static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void timer_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct fd_daemon *d = w->data;
+	uint64_t expirations;
 
 	(void)loop;
 	(void)revents;
+	if (read(d->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+		LOG_D("falcond: timerfd read: %s", strerror(errno));
+	d->timer_at_ns = UINT64_MAX; /* fired: disarmed until fd_kick arms it again */
 	fc_node_on_timer(d->node, fd_now_ns());
 	fd_kick(d);
 }
@@ -155,6 +174,8 @@ void fd_cfg_default(struct fd_cfg *c)
 	c->cm_retry_ms = 100;
 	c->cm_retries = 30;
 	c->log_level = FC_LOG_INFO;
+	c->cc_target_us = FD_CC_TARGET_US_DEFAULT;
+	c->min_rto_us = FD_MIN_RTO_US_DEFAULT;
 }
 
 /* ---- start and stop ---- */
@@ -190,8 +211,10 @@ static int open_io(struct fd_daemon *d)
 int falcond_start(struct fd_daemon *d)
 {
 	struct fc_node_cfg nc;
+	struct fc_rue_cfg rue;
 	int rc;
 
+	d->timer_fd = -1;
 	if ((rc = open_io(d)))
 		return rc;
 	fc_node_cfg_default(&nc);
@@ -203,8 +226,19 @@ int falcond_start(struct fd_daemon *d)
 	nc.txn.mtu_bytes = d->cfg.mtu_bytes + FC_RDMA_HDR_MAX;
 	nc.mr_cap = d->cfg.max_mrs;
 	nc.rand = key_rand;
+	if (!d->cfg.cc_off) {
+		fc_rue_cfg_default(&rue);
+		rue.base_delay_target_ns = d->cfg.cc_target_us * 1000u;
+		rue.min_rto_ns = d->cfg.min_rto_us * 1000u;
+		if (rue.initial_rto_ns < rue.min_rto_ns)
+			rue.initial_rto_ns = rue.min_rto_ns;
+		nc.rue = &rue;
+	}
 	nc.io = &fc_io_udp_ops;
 	nc.io_ctx = d->io;
+	d->encap.now_ns = fd_now_ns;
+	nc.encap = &fc_encap_null_ops; /* security none: PSP NULL, the IV carries t1 */
+	nc.encap_ctx = &d->encap;
 	if (d->cfg.fault_on) {
 		d->cfg.fault.seed = d->cfg.fault.seed ? d->cfg.fault.seed : 1;
 		d->fault = fc_fault_new(&d->cfg.fault, &fc_io_udp_ops, d->io);
@@ -241,11 +275,18 @@ int falcond_start(struct fd_daemon *d)
 		return -errno;
 	}
 	ev_io_init(&d->io_w, io_cb, fc_io_udp_fd(d->io), EV_READ);
-	ev_timer_init(&d->timer_w, timer_cb, 0., 0.);
+	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (d->timer_fd < 0) {
+		LOG_E("falcond: timerfd: %s", strerror(errno));
+		return -errno;
+	}
+	d->timer_at_ns = UINT64_MAX;
+	ev_io_init(&d->timer_w, timer_cb, d->timer_fd, EV_READ);
 	ev_prepare_init(&d->prep_w, prepare_cb);
 	ev_idle_init(&d->idle_w, idle_cb);
 	d->io_w.data = d->timer_w.data = d->prep_w.data = d->idle_w.data = d;
 	ev_io_start(d->loop, &d->io_w);
+	ev_io_start(d->loop, &d->timer_w);
 	ev_prepare_start(d->loop, &d->prep_w);
 	if (d->fault) {
 		ev_timer_init(&d->fault_w, fault_cb, 0.001, 0.001);
@@ -265,5 +306,8 @@ void falcond_stop(struct fd_daemon *d)
 	fc_fault_free(d->fault);
 	if (d->io)
 		fc_io_udp_close(d->io);
+	if (d->timer_fd >= 0)
+		close(d->timer_fd);
+	d->timer_fd = -1;
 }
 

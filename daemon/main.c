@@ -23,7 +23,7 @@ enum opt_id {
 	O_CONFIG = 'c', O_HELP = 'h', O_VERSION = 'V',
 	O_LISTEN = 256, O_PORT, O_CM_PORT, O_RUNDIR, O_API, O_ADMIN, O_IO, O_LOG, O_FAULT_TX,
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
-	O_CM_RETRIES, O_FAULT_CM,
+	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US,
 };
 
 static const struct option opts[] = {
@@ -48,6 +48,9 @@ static const struct option opts[] = {
 	{ "cm-require", required_argument, NULL, O_CM_REQUIRE },
 	{ "cm-retry-ms", required_argument, NULL, O_CM_RETRY_MS },
 	{ "cm-retries", required_argument, NULL, O_CM_RETRIES },
+	{ "cc", required_argument, NULL, O_CC },
+	{ "cc-target-us", required_argument, NULL, O_CC_TARGET_US },
+	{ "min-rto-us", required_argument, NULL, O_MIN_RTO_US },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -75,8 +78,12 @@ static void usage(FILE *f)
 		"  --cm-require HEX       CM feature bits a peer must support (tests)\n"
 		"  --cm-retry-ms N        CM retransmission interval (default 100)\n"
 		"  --cm-retries N         CM retransmissions before giving up (default 30)\n"
+		"  --cc swift|off         congestion control (default swift: Swift and PLB, spec 10)\n"
+		"  --cc-target-us N       Swift's base fabric delay target (default %u us: a\n"
+		"                         software path's delay, not a NIC's 25 us)\n"
+		"  --min-rto-us N         smallest retransmission timeout (default %u us)\n"
 		"  -V, --version, -h, --help\n",
-		FALCON_CM_PORT_DEFAULT);
+		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT);
 }
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -111,6 +118,18 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 			rc = -EINVAL;
 		else
 			strcpy(c->listen_addr, v);
+		break;
+	case O_CC:
+		if (!strcmp(v, "swift") || !strcmp(v, "off"))
+			c->cc_off = !strcmp(v, "off");
+		else
+			rc = -EINVAL;
+		break;
+	case O_CC_TARGET_US:
+		rc = parse_u32(v, 1, 1000000, &c->cc_target_us);
+		break;
+	case O_MIN_RTO_US:
+		rc = parse_u32(v, 10, 10000000, &c->min_rto_us);
 		break;
 	case O_PORT:
 		if (!(rc = parse_u32(v, 1, 65535, &u)))
@@ -301,10 +320,11 @@ int main(int argc, char **argv)
 		ev_unref(d.loop); /* the sockets keep the loop alive, not the signals */
 	}
 	if (!rc) {
-		LOG_I("falcond %s: data udp %s:%u, cm udp %s:%u, api %s, admin %s, security none "
-		      "(packets are not encrypted: PSP is not built yet)",
+		LOG_I("falcond %s: data udp %s:%u, cm udp %s:%u, api %s, admin %s, cc %s, security "
+		      "none (PSP NULL header: packets are neither encrypted nor authenticated)",
 		      FALCOND_VERSION, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,
-		      d.cfg.cm_port, d.cfg.api_path, d.cfg.admin_path);
+		      d.cfg.cm_port, d.cfg.api_path, d.cfg.admin_path,
+		      d.cfg.cc_off ? "off" : "swift");
 		ev_run(d.loop, 0);
 	}
 	falcond_stop(&d);

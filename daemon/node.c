@@ -34,6 +34,8 @@ struct fc_node {
 	uint32_t free_hint;
 	struct fc_peer_addr *peers;
 	uint32_t npeers;
+	struct fc_rue *rue;       /* NULL: no congestion control */
+	uint64_t now_ns;          /* the time of the call being served (for the RUE) */
 	struct fc_node_counters cnt;
 };
 
@@ -78,6 +80,9 @@ struct fc_node *fc_node_new(const struct fc_node_cfg *cfg)
 	n->rdma = fc_rdma_new(&cfg->rdma, n->txn, n->mrs);
 	if (!n->rdma)
 		goto fail_errno;
+	if (cfg->rue && !(n->rue = fc_rue_new(cfg->rue, cfg->txn.max_conns)))
+		goto fail_errno;
+	n->cfg.rue = NULL; /* the caller's; not kept */
 	return n;
 fail_errno:
 	err = errno;
@@ -92,6 +97,7 @@ void fc_node_free(struct fc_node *n)
 	if (!n)
 		return;
 	fc_rdma_free(n->rdma);
+	fc_rue_free(n->rue);
 	fc_txn_engine_free(n->txn);
 	fc_mr_table_free(n->mrs);
 	free(n->slot);
@@ -207,6 +213,26 @@ int fc_node_cid_release(struct fc_node *n, uint32_t cid)
 	return 0;
 }
 
+/* A CC event of one of our connections (spec 10.6.2): Swift/PLB answer at once and the
+ * result goes straight back to the connection's PDL. Returns 0 (taken) or 1 (refused:
+ * counted, the PDL keeps its windows). */
+static int cc_event(void *ctx, const struct fc_cc_event *ev, unsigned pred)
+{
+	struct fc_node *n = ctx;
+	struct conn_slot *s = slot_of_cid(n, ev->cid);
+	struct fc_cc_result res;
+
+	(void)pred;
+	memset(&res, 0, sizeof(res));
+	if (!s || fc_rue_process(n->rue, ev, fc_ns_to_ts(n->now_ns) & FC_TS24_MASK, &res) < 0) {
+		n->cnt.cc_errors++;
+		return 1;
+	}
+	fc_pdl_cc_apply(fc_txn_pdl(s->t), &res);
+	n->cnt.cc_events++;
+	return 0;
+}
+
 struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_conn_cfg *cfg)
 {
 	struct conn_slot *s = reserved_slot(n, cid);
@@ -217,6 +243,10 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 		return NULL;
 	}
 	cfg->pdl.local_cid = cid;
+	if (n->rue) {
+		cfg->cc_event = cc_event;
+		cfg->cc_ctx = n;
+	}
 	t = fc_rdma_conn_open(n->rdma, cfg);
 	if (!t)
 		return NULL;
@@ -235,6 +265,8 @@ int fc_node_conn_close(struct fc_node *n, struct fc_txn *t)
 	rc = fc_rdma_conn_close(n->rdma, t);
 	if (rc)
 		return rc == -EINVAL ? -ENOENT : rc;
+	if (n->rue)
+		fc_rue_forget(n->rue, s->cid);
 	s->t = NULL;
 	return 0;
 }
@@ -256,6 +288,7 @@ static int rx_one(struct fc_node *n, struct fc_frame *f)
 
 	n->cnt.rx_frames++;
 	n->cnt.rx_bytes += f->len;
+	n->now_ns = f->meta.now_ns;
 	if (n->cfg.encap && n->cfg.encap->open(n->cfg.encap_ctx, f)) {
 		n->cnt.rx_encap_err++;
 		return 0;
@@ -339,6 +372,7 @@ unsigned fc_node_poll_tx(struct fc_node *n, uint64_t now, unsigned budget)
 	struct fc_frame f[FC_NODE_BATCH_MAX];
 	unsigned sent = 0, chunk = FC_NODE_BATCH_FIRST;
 
+	n->now_ns = now;
 	/* frames are asked for in chunks that start small and double while the engine fills
 	 * them: a poll that finds one packet does not take and give back a whole batch */
 	while (sent < budget) {
@@ -373,5 +407,6 @@ uint64_t fc_node_next_deadline(const struct fc_node *n)
 
 void fc_node_on_timer(struct fc_node *n, uint64_t now)
 {
+	n->now_ns = now;
 	fc_rdma_on_timer(n->rdma, now);
 }

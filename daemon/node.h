@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "rdma.h"
+#include "rue.h"
 #include "rx_meta.h"
 
 #define FC_NODE_BATCH_MAX 64u     /* frames per fc_node_poll_tx / rx batch call */
@@ -87,6 +88,12 @@ struct fc_node_cfg {
 	void *io_ctx;
 	const struct fc_encap_ops *encap; /* may be NULL */
 	void *encap_ctx;
+	/* Congestion control: NULL runs every connection with the PDL's fixed windows and
+	 * RTO; else Swift and PLB (rue.h, spec 10) with this configuration, called in line
+	 * from the engine's CC events at the node's current time. In line, the RUE's event
+	 * queue is always empty, so the admission policy of 10.6.1 never refuses one; the
+	 * RUE thread of DESIGN.md ("Threads") is the other way to run the same code. */
+	const struct fc_rue_cfg *rue;
 };
 
 /* Engine defaults (txn / rdma *_cfg_default, MTU 4096), 4096 MRs, 256 PDs, 64 peers. io
@@ -103,6 +110,8 @@ struct fc_node_counters {
 	uint64_t tx_no_frame;     /* the backend had no free frame when the node polled */
 	uint64_t tx_encap_err;    /* encap->seal failed: packet lost (the PDL retransmits) */
 	uint64_t tx_io_drop;      /* the backend did not take a filled frame */
+	uint64_t cc_events;       /* CC events the RUE answered */
+	uint64_t cc_errors;       /* CC events it refused (the PDL keeps its windows) */
 };
 
 struct fc_node;

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "encap_null.h"
 #include "node_pair.h"
 
 #define IOVA 0x10000000ull
@@ -61,6 +62,12 @@ static const struct fc_encap_ops t_encap = {
 	.headroom = 4, .tailroom = 4, .seal = t_seal, .open = t_open,
 };
 
+/* what setup_pair gives the nodes besides the encapsulation */
+static const struct fc_rue_cfg *pair_rue;
+static struct fc_encap_null null_enc[2];
+static uint64_t fake_now_ns;
+static uint64_t fake_clock(void) { return fake_now_ns; }
+
 static void setup_pair(const struct fc_encap_ops *encap, uint32_t max_conns)
 {
 	struct fc_txn_conn_cfg cc;
@@ -76,6 +83,9 @@ static void setup_pair(const struct fc_encap_ops *encap, uint32_t max_conns)
 		nc.io = &np_memio_ops;
 		nc.io_ctx = &IO[x];
 		nc.encap = encap;
+		null_enc[x] = (struct fc_encap_null){ .now_ns = fake_clock };
+		nc.encap_ctx = encap == &fc_encap_null_ops ? &null_enc[x] : NULL;
+		nc.rue = pair_rue;
 		nc.txn.max_conns = nc.rdma.max_conns = max_conns;
 		assert_int_equal(np_host_init(&H[x], &nc, MEM, IOVA, 256, &pa, 3u + (uint32_t)x), 0);
 	}
@@ -128,6 +138,76 @@ static void test_write_through_encap(void **state)
 				 c->rx_short + c->rx_engine_err, 0);
 	}
 	teardown();
+}
+
+/* security none: the PSP NULL header around every packet carries the transmit time, so
+ * an ACK echoes a real t1 and the RUE measures the RTT: packets stamped 20 us before the
+ * instant they move give an RTT of tens of microseconds, and the RTO the RUE sets is its
+ * minimum. Without the header t1 is
+ * 0, no RTT is ever measured and the RTO stays at the RUE's initial 1 ms: the control
+ * case shows the test can tell. */
+static void write_with_rue(const struct fc_encap_ops *encap, uint64_t *rto_ns)
+{
+	static struct fc_rue_cfg rue;
+	const struct fc_node_counters *c;
+
+	fc_rue_cfg_default(&rue);
+	rue.min_rto_ns = 300000;
+	pair_rue = &rue;
+	setup_pair(encap, 64);
+	pair_rue = NULL;
+	fake_now_ns = 1000000000ull - 20000; /* stamped 20 us before it moves */
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(write_1k(1000000000ull), FC_WC_SUCCESS);
+	assert_memory_equal(H[1].mem + 4096, H[0].mem, 1024);
+	c = fc_node_counters(H[0].n);
+	assert_true(c->cc_events > 0);  /* ACKs reached the RUE */
+	assert_int_equal(c->cc_errors, 0);
+	assert_int_equal(c->rx_encap_err, 0);
+	*rto_ns = fc_pdl_rto_ns(fc_txn_pdl(conn[0]));
+	teardown();
+}
+
+static void test_null_psp_gives_the_rue_t1(void **state)
+{
+	uint64_t rto;
+
+	(void)state;
+	write_with_rue(&fc_encap_null_ops, &rto);
+	assert_in_range(rto, 300000 - 1000, 300000 + 1000);
+	assert_true(null_enc[0].last_iv >= fake_now_ns); /* the IV is the sender's clock */
+	write_with_rue(NULL, &rto);
+	assert_in_range(rto, 1000000 - 1000, 1000000 + 1000); /* never measured: initial */
+}
+
+/* The PSP NULL header: IVs strictly increase even when the clock does not; open takes
+ * only a NULL-version header carrying Falcon and hands on the IV as tx_ns. */
+static void test_null_psp_header(void **state)
+{
+	struct fc_encap_null e = { .now_ns = fake_clock };
+	uint8_t a[64] = { 0 }, b[64] = { 0 };
+	struct fc_frame fa = { .buf = a, .cap = sizeof(a) }, fb = { .buf = b, .cap = sizeof(b) };
+
+	(void)state;
+	fake_now_ns = 5000;
+	memset(a + FC_PSP_HDR_LEN, 0xAB, 12);
+	assert_int_equal(fc_encap_null_ops.seal(&e, &fa, 12), 0);
+	assert_int_equal(fc_encap_null_ops.seal(&e, &fb, 12), 0); /* same clock reading */
+	assert_int_equal(fa.len, FC_PSP_HDR_LEN + 12);
+	assert_int_equal(fc_encap_null_ops.open(&e, &fa), 0);
+	assert_int_equal(fc_encap_null_ops.open(&e, &fb), 0);
+	assert_int_equal(fa.meta.tx_ns, 5000);
+	assert_int_equal(fb.meta.tx_ns, 5001);
+	assert_ptr_equal(fa.buf, a + FC_PSP_HDR_LEN);
+	assert_int_equal(fa.len, 12);
+	assert_int_equal(fa.buf[0], 0xAB);
+	/* another PSP version (an encrypting one) is refused, as is a truncated header */
+	fb = (struct fc_frame){ .buf = b, .len = FC_PSP_HDR_LEN + 12 };
+	b[3] = (uint8_t)(b[3] & ~(0xF << 2)) | (uint8_t)(FC_PSP_VER_AES_GCM_256 << 2);
+	assert_int_equal(fc_encap_null_ops.open(&e, &fb), -EPROTO);
+	fb = (struct fc_frame){ .buf = a, .len = 10 };
+	assert_int_equal(fc_encap_null_ops.open(&e, &fb), -EPROTO);
+	assert_int_equal(e.rx_bad_hdr, 2);
 }
 
 /* Frames the node must drop, each counted under its own reason. */
@@ -286,6 +366,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_through_encap),
+		cmocka_unit_test(test_null_psp_header),
+		cmocka_unit_test(test_null_psp_gives_the_rue_t1),
 		cmocka_unit_test(test_rx_drops),
 		cmocka_unit_test(test_encap_failures),
 		cmocka_unit_test(test_backend_pressure),
