@@ -17,30 +17,16 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 
-NS_A=fe2e-a-$$ NS_B=fe2e-b-$$
-netns_down() {
-	ip netns del "$NS_A" 2>/dev/null
-	ip netns del "$NS_B" 2>/dev/null
-}
-netns_up() {
-	ip netns add "$NS_A" && ip netns add "$NS_B" &&
-	ip link add "fva$$" netns "$NS_A" type veth peer name "fvb$$" netns "$NS_B" &&
-	ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up &&
-	ip -n "$NS_A" link set "fva$$" mtu 9000 up && ip -n "$NS_B" link set "fvb$$" mtu 9000 up &&
-	ip -n "$NS_A" addr add 10.77.$(( $$ % 250 )).1/24 dev "fva$$" &&
-	ip -n "$NS_B" addr add 10.77.$(( $$ % 250 )).2/24 dev "fvb$$"
-}
-
+. scripts/netns-pair.sh
 . scripts/two-daemons.sh
-cleanup() { td_stop; netns_down; }
+cleanup() { td_stop; np_down; }
 trap cleanup EXIT
-if ! netns_up; then
+if ! np_up; then
 	e2e_fail "create namespaces and veth"
 	e2e_done
 	exit 1
 fi
-TD_NS_A=$NS_A TD_NS_B=$NS_B
-TD_ADDR_A=10.77.$(( $$ % 250 )).1 TD_ADDR_B=10.77.$(( $$ % 250 )).2
+TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
 
 # clean daemons: matrix
 td_start "--mtu 8192" "--mtu 8192" || { e2e_fail "daemons start"; e2e_done; exit 1; }

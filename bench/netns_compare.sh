@@ -1,0 +1,148 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# netns_compare.sh - falcon through falcond beside the kernel's TCP and UDP, on the same
+# veth pair between two network namespaces, in the same run (make bench-netns; root).
+#
+#   falcon-perf   8 B WRITE latency (half round trip, ping-pong; busy-polling and
+#                 sleeping on the CQ fd), 64 KiB WRITE bandwidth, 8 B WRITE rate at
+#                 depth 64
+#   sockperf      16 B ping-pong latency (half round trip) and message rate, UDP and TCP
+#                 (16 B: sockperf's smallest message)
+#   iperf3        one TCP stream's bandwidth
+#
+# BENCH_SECONDS (default 3) per measurement; BENCH_JSON=FILE also writes the figures as
+# one JSON object. Every figure comes from this run; the last column is falcon's figure
+# over the kernel's best (for latency: kernel over falcon, so > 1 means falcon is better).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+FALCOND=$BUILD/daemon/falcond
+FALCONCTL=$BUILD/cli/falconctl
+PERF=$BUILD/bench/falcon-perf
+SECS=${BENCH_SECONDS:-3}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "bench-netns: needs root (network namespaces)" >&2
+	exit 2
+fi
+for t in iperf3 sockperf; do
+	command -v $t >/dev/null || { echo "bench-netns: $t missing: make bench-deps" >&2; exit 2; }
+done
+
+. scripts/netns-pair.sh
+. scripts/two-daemons.sh
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/falcon-bench.XXXXXX")
+SRV_PIDS=()
+cleanup() {
+	local p
+	for p in "${SRV_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	td_stop
+	np_down
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+np_up || { echo "bench-netns: could not create the namespaces" >&2; exit 1; }
+TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
+td_start "--mtu 8192" "--mtu 8192" || exit 1
+trap cleanup EXIT
+in_a() { ip netns exec "$NP_NS_A" "$@"; }
+in_b() { ip netns exec "$NP_NS_B" "$@"; }
+
+# wait (bounded) until a server prints its ready line
+ready() { # file pattern
+	for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+	echo "bench-netns: a server did not start:" >&2
+	cat "$1" >&2
+	return 1
+}
+# the value of "key":number in a JSON line
+jnum() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | head -1 | cut -d: -f2; }
+
+# falcon-perf: server through daemon B, client through daemon A; prints its JSON line
+SVC=6000
+falcon() {
+	SVC=$((SVC + 1))
+	"$PERF" -S "$TD_SOCK_B" -p $SVC "$@" >"$WORK/perf-srv.log" 2>&1 &
+	local srv=$!
+	ready "$WORK/perf-srv.log" "server on" || return 1
+	local out
+	out=$("$PERF" -S "$TD_SOCK_A" -p $SVC -j -D "$SECS" "$@" "$TD_CM_B" 2>"$WORK/perf-cli.log")
+	local rc=$?
+	wait $srv
+	if [ $rc -ne 0 ]; then
+		echo "bench-netns: falcon-perf $* failed:" >&2
+		cat "$WORK/perf-cli.log" "$WORK/perf-srv.log" >&2
+		return 1
+	fi
+	echo "$out" | tail -1
+}
+
+# sockperf: server in B, client in A; prints the client's output
+SPORT=$((TD_BASE + 100))
+sockperf_run() { # mode [--tcp]
+	local mode=$1; shift
+	SPORT=$((SPORT + 1))
+	in_b sockperf server -i "$NP_ADDR_B" -p $SPORT "$@" >"$WORK/sp-srv.log" 2>&1 &
+	local srv=$!
+	SRV_PIDS+=($srv)
+	ready "$WORK/sp-srv.log" "to block on socket" || return 1
+	in_a sockperf "$mode" -i "$NP_ADDR_B" -p $SPORT -m 16 -t "$SECS" "$@" 2>&1
+	kill $srv 2>/dev/null
+	wait $srv 2>/dev/null
+}
+sp_pct() { grep -o "percentile $1 = *[0-9.]*" <<<"$2" | awk '{print $NF}'; }
+sp_rate() { grep -o "Message Rate is [0-9]*" <<<"$1" | awk '{print $NF}'; }
+
+echo "bench-netns: veth pair $NP_ADDR_A <-> $NP_ADDR_B (MTU 9000), $SECS s per figure, $(nproc) cores"
+echo "  (falcond: UDP I/O, security none; kernel: the same veth, default sysctls)"
+
+lat_poll=$(falcon -t write -m lat -s 8) || exit 1
+lat_ev=$(falcon -t write -m lat -s 8 -e) || exit 1
+bw=$(falcon -t write -m bw -s 64K -d 64) || exit 1
+rate=$(falcon -t write -m bw -s 8 -d 64) || exit 1
+sp_udp=$(sockperf_run ping-pong)
+sp_tcp=$(sockperf_run ping-pong --tcp)
+tp_udp=$(sockperf_run throughput)
+tp_tcp=$(sockperf_run throughput --tcp)
+IPORT=$((SPORT + 1))
+in_b iperf3 -s -1 -B "$NP_ADDR_B" -p $IPORT >"$WORK/iperf-srv.log" 2>&1 &
+SRV_PIDS+=($!)
+ready "$WORK/iperf-srv.log" "listening" || exit 1
+iperf=$(in_a iperf3 -c "$NP_ADDR_B" -p $IPORT -t "$SECS" -f g 2>&1)
+ip_gbps=$(awk '/receiver/ {print $(NF-2)}' <<<"$iperf")
+
+f_p50=$(jnum p50_us "$lat_poll") f_p99=$(jnum p99_us "$lat_poll")
+fe_p50=$(jnum p50_us "$lat_ev") fe_p99=$(jnum p99_us "$lat_ev")
+f_gbps=$(jnum gbit_s "$bw") f_mops=$(jnum mops "$rate")
+u_p50=$(sp_pct 50.000 "$sp_udp") u_p99=$(sp_pct 99.000 "$sp_udp")
+t_p50=$(sp_pct 50.000 "$sp_tcp") t_p99=$(sp_pct 99.000 "$sp_tcp")
+u_mps=$(sp_rate "$tp_udp") t_mps=$(sp_rate "$tp_tcp")
+for v in f_p50 f_p99 fe_p50 fe_p99 f_gbps f_mops u_p50 u_p99 t_p50 t_p99 u_mps t_mps ip_gbps; do
+	if [ -z "${!v}" ]; then
+		echo "bench-netns: no figure for $v; the tools said:" >&2
+		printf '%s\n' "$lat_poll" "$bw" "$rate" "$sp_udp" "$sp_tcp" "$tp_udp" "$tp_tcp" "$iperf" >&2
+		exit 1
+	fi
+done
+
+awk -v f_p50="$f_p50" -v f_p99="$f_p99" -v fe_p50="$fe_p50" -v fe_p99="$fe_p99" \
+    -v f_gbps="$f_gbps" -v f_mops="$f_mops" -v u_p50="$u_p50" -v u_p99="$u_p99" \
+    -v t_p50="$t_p50" -v t_p99="$t_p99" -v u_mps="$u_mps" -v t_mps="$t_mps" \
+    -v ip_gbps="$ip_gbps" 'BEGIN {
+	lp50 = u_p50 < t_p50 ? u_p50 : t_p50; lp99 = u_p99 < t_p99 ? u_p99 : t_p99
+	mps = u_mps > t_mps ? u_mps : t_mps
+	printf "\n%-34s %12s %12s %12s %9s\n", "figure", "falcon", "kernel UDP", "kernel TCP", "ratio"
+	printf "%-34s %12.2f %12.2f %12.2f %9.2f\n", "latency p50, us (busy-poll)", f_p50, u_p50, t_p50, lp50 / f_p50
+	printf "%-34s %12.2f %12.2f %12.2f %9.2f\n", "latency p99, us (busy-poll)", f_p99, u_p99, t_p99, lp99 / f_p99
+	printf "%-34s %12.2f %12s %12s %9.2f\n", "latency p50, us (sleeping)", fe_p50, "", "", lp50 / fe_p50
+	printf "%-34s %12.2f %12s %12s %9.2f\n", "latency p99, us (sleeping)", fe_p99, "", "", lp99 / fe_p99
+	printf "%-34s %12.3f %12.3f %12.3f %9.2f\n", "small messages, M/s (8 B | 16 B)", f_mops, u_mps / 1e6, t_mps / 1e6, f_mops * 1e6 / mps
+	printf "%-34s %12.2f %12s %12.2f %9.2f\n", "bandwidth, Gbit/s (64 KiB | iperf3)", f_gbps, "", ip_gbps, f_gbps / ip_gbps
+}'
+echo "latency: falcon 8 B WRITE ping-pong, half round trip; sockperf 16 B ping-pong, half round trip"
+echo "small messages: falcon 8 B WRITEs at depth 64 (completed); sockperf 16 B messages sent"
+if [ -n "${BENCH_JSON:-}" ]; then
+	printf '{"falcon":{"lat_p50_us":%s,"lat_p99_us":%s,"lat_event_p50_us":%s,"lat_event_p99_us":%s,"write_64k_gbit_s":%s,"write_8b_mops":%s},"udp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s},"tcp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s,"iperf3_gbit_s":%s}}\n' \
+		"$f_p50" "$f_p99" "$fe_p50" "$fe_p99" "$f_gbps" "$f_mops" "$u_p50" "$u_p99" "$u_mps" \
+		"$t_p50" "$t_p99" "$t_mps" "$ip_gbps" >"$BENCH_JSON"
+fi
