@@ -78,15 +78,12 @@ falcon() {
 }
 
 # sockperf: server in B, client in A; prints the client's output
-SPORT=$((TD_BASE + 100))
-sockperf_run() { # mode [--tcp]
-	local mode=$1; shift
-	SPORT=$((SPORT + 1))
-	in_b sockperf server -i "$NP_ADDR_B" -p $SPORT "$@" >"$WORK/sp-srv.log" 2>&1 &
+sockperf_run() { # port mode [--tcp]   (runs in $(...): nothing it sets survives)
+	local port=$1 mode=$2; shift 2
+	in_b sockperf server -i "$NP_ADDR_B" -p "$port" "$@" >"$WORK/sp-srv-$port.log" 2>&1 &
 	local srv=$!
-	SRV_PIDS+=($srv)
-	ready "$WORK/sp-srv.log" "to block on socket" || return 1
-	in_a sockperf "$mode" -i "$NP_ADDR_B" -p $SPORT -m 16 -t "$SECS" "$@" 2>&1
+	ready "$WORK/sp-srv-$port.log" "to block on socket" || { kill $srv; return 1; }
+	in_a sockperf "$mode" -i "$NP_ADDR_B" -p "$port" -m 16 -t "$SECS" "$@" 2>&1
 	kill $srv 2>/dev/null
 	wait $srv 2>/dev/null
 }
@@ -100,24 +97,31 @@ lat_poll=$(falcon -t write -m lat -s 8) || exit 1
 lat_ev=$(falcon -t write -m lat -s 8 -e) || exit 1
 bw=$(falcon -t write -m bw -s 64K -d 64) || exit 1
 rate=$(falcon -t write -m bw -s 8 -d 64) || exit 1
-sp_udp=$(sockperf_run ping-pong)
-sp_tcp=$(sockperf_run ping-pong --tcp)
-tp_udp=$(sockperf_run throughput)
-tp_tcp=$(sockperf_run throughput --tcp)
-IPORT=$((SPORT + 1))
+bw_ev=$(falcon -t write -m bw -s 64K -d 64 -e) || exit 1
+rate_ev=$(falcon -t write -m bw -s 8 -d 64 -e) || exit 1
+SPORT=$((TD_BASE + 100))
+sp_udp=$(sockperf_run $((SPORT + 1)) ping-pong)
+sp_tcp=$(sockperf_run $((SPORT + 2)) ping-pong --tcp)
+tp_udp=$(sockperf_run $((SPORT + 3)) throughput)
+tp_tcp=$(sockperf_run $((SPORT + 4)) throughput --tcp)
+IPORT=$((SPORT + 5))
 in_b iperf3 -s -1 -B "$NP_ADDR_B" -p $IPORT >"$WORK/iperf-srv.log" 2>&1 &
 SRV_PIDS+=($!)
-ready "$WORK/iperf-srv.log" "listening" || exit 1
+for _ in $(seq 100); do # bounded: until it listens (it buffers its own output)
+	[ -n "$(in_b ss -ltnH "sport = :$IPORT")" ] && break
+	sleep 0.05
+done
 iperf=$(in_a iperf3 -c "$NP_ADDR_B" -p $IPORT -t "$SECS" -f g 2>&1)
 ip_gbps=$(awk '/receiver/ {print $(NF-2)}' <<<"$iperf")
 
 f_p50=$(jnum p50_us "$lat_poll") f_p99=$(jnum p99_us "$lat_poll")
 fe_p50=$(jnum p50_us "$lat_ev") fe_p99=$(jnum p99_us "$lat_ev")
 f_gbps=$(jnum gbit_s "$bw") f_mops=$(jnum mops "$rate")
+fe_gbps=$(jnum gbit_s "$bw_ev") fe_mops=$(jnum mops "$rate_ev")
 u_p50=$(sp_pct 50.000 "$sp_udp") u_p99=$(sp_pct 99.000 "$sp_udp")
 t_p50=$(sp_pct 50.000 "$sp_tcp") t_p99=$(sp_pct 99.000 "$sp_tcp")
 u_mps=$(sp_rate "$tp_udp") t_mps=$(sp_rate "$tp_tcp")
-for v in f_p50 f_p99 fe_p50 fe_p99 f_gbps f_mops u_p50 u_p99 t_p50 t_p99 u_mps t_mps ip_gbps; do
+for v in f_p50 f_p99 fe_p50 fe_p99 f_gbps f_mops fe_gbps fe_mops u_p50 u_p99 t_p50 t_p99 u_mps t_mps ip_gbps; do
 	if [ -z "${!v}" ]; then
 		echo "bench-netns: no figure for $v; the tools said:" >&2
 		printf '%s\n' "$lat_poll" "$bw" "$rate" "$sp_udp" "$sp_tcp" "$tp_udp" "$tp_tcp" "$iperf" >&2
@@ -126,7 +130,7 @@ for v in f_p50 f_p99 fe_p50 fe_p99 f_gbps f_mops u_p50 u_p99 t_p50 t_p99 u_mps t
 done
 
 awk -v f_p50="$f_p50" -v f_p99="$f_p99" -v fe_p50="$fe_p50" -v fe_p99="$fe_p99" \
-    -v f_gbps="$f_gbps" -v f_mops="$f_mops" -v u_p50="$u_p50" -v u_p99="$u_p99" \
+    -v f_gbps="$f_gbps" -v f_mops="$f_mops" -v fe_gbps="$fe_gbps" -v fe_mops="$fe_mops" -v u_p50="$u_p50" -v u_p99="$u_p99" \
     -v t_p50="$t_p50" -v t_p99="$t_p99" -v u_mps="$u_mps" -v t_mps="$t_mps" \
     -v ip_gbps="$ip_gbps" 'BEGIN {
 	lp50 = u_p50 < t_p50 ? u_p50 : t_p50; lp99 = u_p99 < t_p99 ? u_p99 : t_p99
@@ -136,13 +140,17 @@ awk -v f_p50="$f_p50" -v f_p99="$f_p99" -v fe_p50="$fe_p50" -v fe_p99="$fe_p99" 
 	printf "%-34s %12.2f %12.2f %12.2f %9.2f\n", "latency p99, us (busy-poll)", f_p99, u_p99, t_p99, lp99 / f_p99
 	printf "%-34s %12.2f %12s %12s %9.2f\n", "latency p50, us (sleeping)", fe_p50, "", "", lp50 / fe_p50
 	printf "%-34s %12.2f %12s %12s %9.2f\n", "latency p99, us (sleeping)", fe_p99, "", "", lp99 / fe_p99
-	printf "%-34s %12.3f %12.3f %12.3f %9.2f\n", "small messages, M/s (8 B | 16 B)", f_mops, u_mps / 1e6, t_mps / 1e6, f_mops * 1e6 / mps
-	printf "%-34s %12.2f %12s %12.2f %9.2f\n", "bandwidth, Gbit/s (64 KiB | iperf3)", f_gbps, "", ip_gbps, f_gbps / ip_gbps
+	printf "%-34s %12.3f %12.3f %12.3f %9.2f\n", "small messages, M/s (busy-poll)", f_mops, u_mps / 1e6, t_mps / 1e6, f_mops * 1e6 / mps
+	printf "%-34s %12.3f %12s %12s %9.2f\n", "small messages, M/s (sleeping)", fe_mops, "", "", fe_mops * 1e6 / mps
+	printf "%-34s %12.2f %12s %12.2f %9.2f\n", "bandwidth, Gbit/s (busy-poll)", f_gbps, "", ip_gbps, f_gbps / ip_gbps
+	printf "%-34s %12.2f %12s %12s %9.2f\n", "bandwidth, Gbit/s (sleeping)", fe_gbps, "", "", fe_gbps / ip_gbps
 }'
 echo "latency: falcon 8 B WRITE ping-pong, half round trip; sockperf 16 B ping-pong, half round trip"
 echo "small messages: falcon 8 B WRITEs at depth 64 (completed); sockperf 16 B messages sent"
+echo "bandwidth: falcon 64 KiB WRITEs at depth 64; iperf3 one TCP stream"
+echo "busy-poll: falcon-perf spins on its CQ (as perftest); sleeping: it waits on the CQ fd"
 if [ -n "${BENCH_JSON:-}" ]; then
-	printf '{"falcon":{"lat_p50_us":%s,"lat_p99_us":%s,"lat_event_p50_us":%s,"lat_event_p99_us":%s,"write_64k_gbit_s":%s,"write_8b_mops":%s},"udp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s},"tcp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s,"iperf3_gbit_s":%s}}\n' \
-		"$f_p50" "$f_p99" "$fe_p50" "$fe_p99" "$f_gbps" "$f_mops" "$u_p50" "$u_p99" "$u_mps" \
+	printf '{"falcon":{"lat_p50_us":%s,"lat_p99_us":%s,"lat_event_p50_us":%s,"lat_event_p99_us":%s,"write_64k_gbit_s":%s,"write_8b_mops":%s,"write_64k_event_gbit_s":%s,"write_8b_event_mops":%s},"udp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s},"tcp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s,"iperf3_gbit_s":%s}}\n' \
+		"$f_p50" "$f_p99" "$fe_p50" "$fe_p99" "$f_gbps" "$f_mops" "$fe_gbps" "$fe_mops" "$u_p50" "$u_p99" "$u_mps" \
 		"$t_p50" "$t_p99" "$t_mps" "$ip_gbps" >"$BENCH_JSON"
 fi

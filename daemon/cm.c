@@ -367,6 +367,8 @@ static int open_conn(struct cm_rec *r)
 	c.pdl.rx_psn[1] = r->peer_psn_data;
 	c.rsn_tx = r->my_rsn;
 	c.rsn_rx = r->peer_rsn;
+	/* Swift's fabric delay target (the event carries it to the RUE, spec 10.6.2.1) */
+	c.pdl.base_delay_target_ts = fc_ns_to_ts((uint64_t)r->cm->d->cfg.cc_target_us * 1000u);
 	/* until the RUE's first answer (and for good with --cc off) */
 	if (c.pdl.rto_ns < (uint64_t)r->cm->d->cfg.min_rto_us * 1000u)
 		c.pdl.rto_ns = (uint64_t)r->cm->d->cfg.min_rto_us * 1000u;
