@@ -22,6 +22,8 @@ enum mr_state {
 
 struct mr_slot {
 	void *addr;
+	const struct fc_mr_mem_ops *ops; /* NULL: addr is our pointer */
+	void *ops_ctx;
 	uint64_t iova;
 	uint64_t len;
 	uint32_t lkey;
@@ -341,6 +343,13 @@ static int check_reg_args(const struct fc_mr_table *t, uint32_t pd, const void *
 int fc_mr_reg(struct fc_mr_table *t, uint32_t pd, void *addr, uint64_t iova, uint64_t len,
 	      uint32_t access, struct fc_mr_keys *keys)
 {
+	return fc_mr_reg_ext(t, pd, addr, iova, len, access, NULL, NULL, keys);
+}
+
+int fc_mr_reg_ext(struct fc_mr_table *t, uint32_t pd, void *addr, uint64_t iova, uint64_t len,
+		  uint32_t access, const struct fc_mr_mem_ops *ops, void *ctx,
+		  struct fc_mr_keys *keys)
+{
 	struct mr_slot *s;
 	int64_t i;
 	int err;
@@ -354,6 +363,8 @@ int fc_mr_reg(struct fc_mr_table *t, uint32_t pd, void *addr, uint64_t iova, uin
 	s = &t->mr[i];
 	s->gen++; /* every registration of the slot: a new generation */
 	s->addr = addr;
+	s->ops = ops;
+	s->ops_ctx = ops ? ctx : NULL;
 	s->iova = iova;
 	s->len = len;
 	s->pd = pd;
@@ -378,6 +389,8 @@ int fc_mr_dereg(struct fc_mr_table *t, uint32_t pd, uint32_t lkey)
 	s = &t->mr[c - t->mr];
 	s->state = MR_FREE;
 	s->addr = NULL;
+	s->ops = NULL;
+	s->ops_ctx = NULL;
 	pd_lookup(t, pd)->nmr--;
 	t->nmr--;
 	ring_put(&t->mr_free, (uint32_t)(s - t->mr));
@@ -404,7 +417,7 @@ int fc_mr_query(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
 
 /* The checks shared by both key kinds, on a slot whose key matched. */
 static int check_access(const struct mr_slot *s, uint32_t pd, uint64_t iova, uint64_t len,
-			uint32_t access, void **host)
+			uint32_t access, struct fc_mr_loc *loc)
 {
 	uint64_t off;
 
@@ -416,28 +429,52 @@ static int check_access(const struct mr_slot *s, uint32_t pd, uint64_t iova, uin
 	if (iova < s->iova || len > s->len || iova - s->iova > s->len - len)
 		return -FC_RDMA_EBOUNDS;
 	off = iova - s->iova;
-	*host = (uint8_t *)s->addr + off;
+	loc->host = (uint8_t *)s->addr + off;
+	loc->ops = s->ops;
+	loc->ctx = s->ops_ctx;
 	return 0;
 }
 
-int fc_mr_check_remote(const struct fc_mr_table *t, uint32_t pd, uint32_t rkey,
-		       uint64_t iova, uint64_t len, uint32_t access, void **host)
+int fc_mr_check_remote_loc(const struct fc_mr_table *t, uint32_t pd, uint32_t rkey,
+			   uint64_t iova, uint64_t len, uint32_t access, struct fc_mr_loc *loc)
 {
 	const struct mr_slot *s = key_slot(t, rkey);
 
 	if (!s || s->state != MR_VALID || s->rkey != rkey)
 		return -FC_RDMA_EKEY;
-	return check_access(s, pd, iova, len, access, host);
+	return check_access(s, pd, iova, len, access, loc);
 }
 
-int fc_mr_check_local(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
-		      uint64_t iova, uint64_t len, uint32_t access, void **host)
+int fc_mr_check_local_loc(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
+			  uint64_t iova, uint64_t len, uint32_t access, struct fc_mr_loc *loc)
 {
 	const struct mr_slot *s = key_slot(t, lkey);
 
 	if (!s || s->state != MR_VALID || s->lkey != lkey)
 		return -FC_RDMA_EKEY;
-	return check_access(s, pd, iova, len, access, host);
+	return check_access(s, pd, iova, len, access, loc);
+}
+
+int fc_mr_check_remote(const struct fc_mr_table *t, uint32_t pd, uint32_t rkey,
+		       uint64_t iova, uint64_t len, uint32_t access, void **host)
+{
+	struct fc_mr_loc loc;
+	int err = fc_mr_check_remote_loc(t, pd, rkey, iova, len, access, &loc);
+
+	if (!err)
+		*host = loc.host;
+	return err;
+}
+
+int fc_mr_check_local(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
+		      uint64_t iova, uint64_t len, uint32_t access, void **host)
+{
+	struct fc_mr_loc loc;
+	int err = fc_mr_check_local_loc(t, pd, lkey, iova, len, access, &loc);
+
+	if (!err)
+		*host = loc.host;
+	return err;
 }
 
 int fc_mr_invalidate(struct fc_mr_table *t, uint32_t pd, uint32_t rkey)

@@ -31,7 +31,9 @@
 #define FC_MR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ------------------------------------------------------------------------ */
 /* Errors and the completion statuses they map to                            */
@@ -178,6 +180,47 @@ struct fc_mr_keys {
 };
 
 /*
+ * Memory the engine cannot reach by pointer (falcond: a client's memory that is not shared
+ * with the daemon, reached with process_vm_readv/writev). A region registered with such
+ * ops (fc_mr_reg_ext) hands out host addresses of the owner's address space, which the
+ * engine never dereferences: it moves bytes with these. Each returns 0, or a negative
+ * errno when the memory cannot be reached (the owner unmapped it or is gone): the access
+ * then fails as a protection error (-FC_RDMA_EACCESS at the call site).
+ */
+struct fc_mr_mem_ops {
+	int (*read)(void *ctx, const void *src, void *dst, size_t n);
+	int (*write)(void *ctx, void *dst, const void *src, size_t n);
+};
+
+/* Where a successful check found the bytes: host, and how to reach it (ops NULL: host is
+ * a pointer the engine may use). */
+struct fc_mr_loc {
+	void *host;
+	const struct fc_mr_mem_ops *ops;
+	void *ctx;
+};
+
+/* Copy n bytes out of / into the registered memory at l->host + off. 0 or
+ * -FC_RDMA_EACCESS (indirect memory that could not be reached). */
+static inline int fc_mr_read(const struct fc_mr_loc *l, uint64_t off, void *dst, size_t n)
+{
+	if (!l->ops) {
+		memcpy(dst, (const uint8_t *)l->host + off, n);
+		return 0;
+	}
+	return l->ops->read(l->ctx, (const uint8_t *)l->host + off, dst, n) ? -FC_RDMA_EACCESS : 0;
+}
+
+static inline int fc_mr_write(const struct fc_mr_loc *l, uint64_t off, const void *src, size_t n)
+{
+	if (!l->ops) {
+		memcpy((uint8_t *)l->host + off, src, n);
+		return 0;
+	}
+	return l->ops->write(l->ctx, (uint8_t *)l->host + off, src, n) ? -FC_RDMA_EACCESS : 0;
+}
+
+/*
  * Register len bytes at host address addr, seen by peers at virtual address iova, in
  * protection domain pd, with access (enum fc_mr_access bits). Both keys are fresh (see
  * the layout above). As in IB verbs, REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE.
@@ -191,6 +234,11 @@ struct fc_mr_keys {
  */
 int fc_mr_reg(struct fc_mr_table *t, uint32_t pd, void *addr, uint64_t iova, uint64_t len,
 	      uint32_t access, struct fc_mr_keys *keys);
+/* The same for memory reached through ops (with ctx; NULL ops is fc_mr_reg): addr is an
+ * address in the owner's space, never dereferenced here. Same returns. */
+int fc_mr_reg_ext(struct fc_mr_table *t, uint32_t pd, void *addr, uint64_t iova, uint64_t len,
+		  uint32_t access, const struct fc_mr_mem_ops *ops, void *ctx,
+		  struct fc_mr_keys *keys);
 
 /* Deregister the region whose L_Key is lkey, in pd (also after an invalidation). Its
  * keys fail from now on. Returns 0, or -EINVAL (no region with that L_Key in pd). */
@@ -207,7 +255,8 @@ int fc_mr_dereg(struct fc_mr_table *t, uint32_t pd, uint32_t lkey);
  *   -FC_RDMA_EBOUNDS  the range is not inside the region (incl. iova+len > 2^64).
  * len 0 is checked like any other length (iova within [start, end]); IB C9-88 lets the
  * responder skip the check of a zero-length READ/WRITE, which is the caller's choice.
- * *host is written only on success.
+ * *host is written only on success. For a region of fc_mr_reg_ext with ops, *host is an
+ * address of its owner's space: only the _loc forms below may be used to move bytes.
  */
 int fc_mr_check_remote(const struct fc_mr_table *t, uint32_t pd, uint32_t rkey,
 		       uint64_t iova, uint64_t len, uint32_t access, void **host);
@@ -216,6 +265,12 @@ int fc_mr_check_remote(const struct fc_mr_table *t, uint32_t pd, uint32_t rkey,
  * scatter (FC_MR_LOCAL_WRITE) of the requester's or a receive WQE's lists. Same errors. */
 int fc_mr_check_local(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
 		      uint64_t iova, uint64_t len, uint32_t access, void **host);
+/* The same two checks filling *loc: what a caller that moves bytes uses (fc_mr_read /
+ * fc_mr_write), since the host of an indirect region is no pointer of ours. */
+int fc_mr_check_remote_loc(const struct fc_mr_table *t, uint32_t pd, uint32_t rkey,
+			   uint64_t iova, uint64_t len, uint32_t access, struct fc_mr_loc *loc);
+int fc_mr_check_local_loc(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
+			  uint64_t iova, uint64_t len, uint32_t access, struct fc_mr_loc *loc);
 
 /*
  * Invalidate the region of rkey on behalf of a peer's SEND with Invalidate (IETH,

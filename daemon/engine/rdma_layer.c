@@ -270,8 +270,9 @@ struct fc_rdma *fc_rdma_new(const struct fc_rdma_cfg *cfg, struct fc_txn_engine 
 	d->plan = calloc(d->plan_cap, sizeof(*d->plan));
 	d->pkt = malloc(d->pkt_cap);
 	d->resp = malloc(d->pkt_cap);
+	d->staging = malloc(d->pkt_cap);
 	if (!d->qp || !d->cq || !d->srq || !d->ah || !d->conn || !d->pend || !d->ev ||
-	    !d->plan || !d->pkt || !d->resp)
+	    !d->plan || !d->pkt || !d->resp || !d->staging)
 		goto nomem;
 	for (uint32_t i = 0; i < cfg->pending_resp; i++)
 		if (!(d->pend[i].buf = malloc(d->pkt_cap)))
@@ -311,5 +312,6 @@ void fc_rdma_free(struct fc_rdma *d)
 	free(d->plan);
 	free(d->pkt);
 	free(d->resp);
+	free(d->staging);
 	free(d);
 }

@@ -220,6 +220,7 @@ struct fc_rdma {
 	uint64_t plan_seq;
 	uint8_t *pkt;              /* a request being built */
 	uint8_t *resp;             /* a response being built */
+	uint8_t *staging;          /* a READ's source reached by copy (mr.h ops), pkt_cap */
 	uint32_t pkt_cap;
 	struct fc_rdma_async_event *ev;
 	uint32_t ev_head, ev_count;

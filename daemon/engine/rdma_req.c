@@ -109,15 +109,16 @@ int rdma_gather(const struct fc_rdma *d, const struct qp *q, const struct swqe *
 	while (done < len && i < w->wr.num_sge) {
 		const struct fc_sge *g = &w->sge[i];
 		uint32_t n = g->len - off < len - done ? g->len - off : len - done;
-		void *host;
+		struct fc_mr_loc loc;
 		int err;
 
 		if (n) {
-			err = fc_mr_check_local(d->mrs, q->pd, g->lkey, g->addr + off, n, 0, &host);
+			err = fc_mr_check_local_loc(d->mrs, q->pd, g->lkey, g->addr + off, n, 0,
+						    &loc);
+			if (!err && dst)
+				err = fc_mr_read(&loc, 0, dst + done, n);
 			if (err)
 				return err;
-			if (dst)
-				memcpy(dst + done, host, n);
 		}
 		done += n;
 		i++;
@@ -508,7 +509,7 @@ static uint8_t take_response(struct fc_rdma *d, struct qp *q, const struct txrec
 	struct fc_rdma_hdrs h;
 	struct fc_rdma_err_effect ef;
 	uint64_t orig;
-	void *host;
+	struct fc_mr_loc sink;
 	int m, err;
 
 	if (fc_rdma_decode(c->data, c->len, FC_PKT_PULL_DATA, &h) < 0 ||
@@ -533,17 +534,17 @@ static uint8_t take_response(struct fc_rdma *d, struct qp *q, const struct txrec
 		return FC_WC_RETRY_EXC_ERR;
 	}
 	if (r->op != FC_RDMA_READ_REQ || r->len) {
-		err = fc_mr_check_local(d->mrs, q->pd, r->sink_lkey, r->sink_va, r->len,
-					FC_MR_LOCAL_WRITE, &host);
+		err = fc_mr_check_local_loc(d->mrs, q->pd, r->sink_lkey, r->sink_va, r->len,
+					    FC_MR_LOCAL_WRITE, &sink);
+		if (!err && r->op == FC_RDMA_READ_REQ) {
+			err = fc_mr_write(&sink, 0, h.payload, r->len);
+		} else if (!err) {
+			orig = h.atomic_orig; /* host order, as atomic.h keeps the word */
+			err = fc_mr_write(&sink, 0, &orig, sizeof(orig));
+		}
 		if (err) {
 			fc_rdma_err_effect(err, FC_RDMA_SITE_LOCAL, &ef);
 			return ef.req_status;
-		}
-		if (r->op == FC_RDMA_READ_REQ) {
-			memcpy(host, h.payload, r->len);
-		} else {
-			orig = h.atomic_orig; /* host order, as atomic.h keeps the word */
-			memcpy(host, &orig, sizeof(orig));
 		}
 	}
 	return FC_WC_SUCCESS;

@@ -72,12 +72,15 @@ static void emit_answer(struct fc_rdma *d, struct conn *c, uint32_t rsn, uint32_
 	uint8_t word[ERR_RESP_LEN] = { 0, 0, 0, src->nak };
 	const void *payload = NULL;
 	uint32_t plen = 0;
-	void *host;
+	struct fc_mr_loc loc;
 	int n = 0, rc, err;
 
 	if (src->kind == SRC_READ && src->len) {
-		err = fc_mr_check_remote(d->mrs, src->pd, src->rkey, src->va, src->len,
-					 FC_MR_REMOTE_READ, &host);
+		err = fc_mr_check_remote_loc(d->mrs, src->pd, src->rkey, src->va, src->len,
+					     FC_MR_REMOTE_READ, &loc);
+		/* memory reached by copy comes through the staging buffer (len <= MTU) */
+		if (!err && loc.ops)
+			err = fc_mr_read(&loc, 0, d->staging, src->len);
 		if (err) {
 			struct fc_rdma_err_effect ef = { .nak = FC_RDMA_NAK_REM_OP };
 
@@ -87,7 +90,7 @@ static void emit_answer(struct fc_rdma *d, struct conn *c, uint32_t rsn, uint32_
 			payload = word;
 			plen = ERR_RESP_LEN;
 		} else {
-			payload = host;
+			payload = loc.ops ? (const void *)d->staging : loc.host;
 			plen = src->len;
 		}
 	} else if (src->kind == SRC_NAK) {
@@ -454,7 +457,7 @@ static uint8_t rwqe_status(const struct rwqe *w, uint8_t *nak)
 }
 
 struct piece {
-	void *host;
+	struct fc_mr_loc loc;
 	uint32_t n, src;
 };
 
@@ -470,24 +473,31 @@ static int scatter_check(const struct req_ctx *x, const struct rwqe *w, uint32_t
 	for (uint32_t i = 0; i < w->nsge && pos < end; pos += w->sge[i].len, i++) {
 		uint64_t lo = pos > off ? pos : off;
 		uint64_t hi = pos + w->sge[i].len < end ? pos + w->sge[i].len : end;
-		void *host;
+		struct fc_mr_loc loc;
 
 		if (hi <= lo)
 			continue;
-		err = fc_mr_check_local(x->d->mrs, x->rpd, w->sge[i].lkey,
-					w->sge[i].addr + (lo - pos), hi - lo, FC_MR_LOCAL_WRITE,
-					&host);
+		err = fc_mr_check_local_loc(x->d->mrs, x->rpd, w->sge[i].lkey,
+					    w->sge[i].addr + (lo - pos), hi - lo, FC_MR_LOCAL_WRITE,
+					    &loc);
 		if (err)
 			return err;
-		pc[(*np)++] = (struct piece){ host, (uint32_t)(hi - lo), (uint32_t)(lo - off) };
+		pc[(*np)++] = (struct piece){ loc, (uint32_t)(hi - lo), (uint32_t)(lo - off) };
 	}
 	return 0;
 }
 
-static void scatter_write(const struct piece *pc, uint32_t np, const uint8_t *src)
+/* Place the pieces; 0 or -FC_RDMA_EACCESS (indirect memory gone: what was placed stays,
+ * the WQE completes in error). */
+static int scatter_write(const struct piece *pc, uint32_t np, const uint8_t *src)
 {
-	for (uint32_t i = 0; i < np; i++)
-		memcpy(pc[i].host, src + pc[i].src, pc[i].n);
+	for (uint32_t i = 0; i < np; i++) {
+		int err = fc_mr_write(&pc[i].loc, 0, src + pc[i].src, pc[i].n);
+
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 static int is_last_send(uint8_t op)
@@ -547,8 +557,8 @@ static void t_send(const struct req_ctx *x)
 			w->wc.invalidated_rkey = h->inv_rkey;
 		}
 	}
-	if (!w->err)
-		scatter_write(pc, np, h->payload);
+	if (!w->err && (err = scatter_write(pc, np, h->payload)))
+		rwqe_err(w, err, FC_RDMA_SITE_RECV);
 	rwqe_status(w, &nak);
 	if (last) {
 		send_wc(x, w, end);
@@ -590,10 +600,9 @@ static void t_ud_send(const struct req_ctx *x)
 	rwqe_activate(w);
 	if (len > w->cap)
 		rwqe_err(w, -FC_RDMA_ELEN, FC_RDMA_SITE_RECV);
-	else if ((err = scatter_check(x, w, 0, len, pc, &np)))
+	else if ((err = scatter_check(x, w, 0, len, pc, &np)) ||
+		 (err = scatter_write(pc, np, x->h.payload)))
 		rwqe_err(w, err, FC_RDMA_SITE_RECV);
-	else
-		scatter_write(pc, np, x->h.payload);
 	send_wc(x, w, len);
 	w->wc.qp_num = q->num;
 	if (x->srq) {
@@ -615,7 +624,7 @@ static void t_write(const struct req_ctx *x)
 	uint8_t op = x->op;
 	int imm = op == FC_RDMA_WRITE_LAST_IMM || op == FC_RDMA_WRITE_ONLY_IMM, err = 0;
 	uint32_t len = (uint32_t)h->payload_len;
-	void *host = NULL;
+	struct fc_mr_loc dst = { 0 };
 	struct rwqe *w = NULL;
 
 	if (op == FC_RDMA_WRITE_FIRST || op == FC_RDMA_WRITE_ONLY || op == FC_RDMA_WRITE_ONLY_IMM) {
@@ -637,8 +646,14 @@ static void t_write(const struct req_ctx *x)
 		return;
 	}
 	if (len) /* IB C9-88: a zero-length WRITE checks no R_Key */
-		err = fc_mr_check_remote(x->d->mrs, x->pd, h->reth.rkey, h->reth.va, len,
-					 FC_MR_REMOTE_WRITE, &host);
+		err = fc_mr_check_remote_loc(x->d->mrs, x->pd, h->reth.rkey, h->reth.va, len,
+					     FC_MR_REMOTE_WRITE, &dst);
+	/* placed as it arrives (6.7); a WRITE with Immediate into our own memory after its
+	 * receive WQE is bound (an RNR places nothing), into memory reached by copy before,
+	 * where a failure can still be answered as an R_Key error (an RNR'd packet is then
+	 * placed again, the same bytes, when it is retried) */
+	if (!err && len && (!imm || (dst.ops && !q->w_err)))
+		err = fc_mr_write(&dst, 0, h->payload, len);
 	if (!err && imm && q->w_err)
 		err = q->w_err; /* an earlier packet of this message failed */
 	if (err) {
@@ -651,8 +666,8 @@ static void t_write(const struct req_ctx *x)
 	}
 	if (imm && !(w = bind_wqe(x)))
 		return;
-	if (len)
-		memcpy(host, h->payload, len);
+	if (imm && len && !dst.ops)
+		fc_mr_write(&dst, 0, h->payload, len); /* our pointer: cannot fail */
 	q->w_bytes += len;
 	if (imm) {
 		w->wc.opcode = FC_RDMA_WC_RECV_RDMA_WITH_IMM;
@@ -705,20 +720,29 @@ static void t_atomic(const struct req_ctx *x)
 {
 	const struct fc_rdma_hdrs *h = &x->h;
 	struct fc_rdma_hdrs rh;
-	uint64_t orig = 0;
+	uint64_t orig = 0, word = 0;
+	struct fc_mr_loc loc;
 	void *host = NULL;
 	int err, cmp = x->op == FC_RDMA_CMP_SWAP || x->op == FC_RDMA_MASKED_CMP_SWAP;
 
-	err = fc_mr_check_remote(x->d->mrs, x->pd, h->atomic.rkey, h->atomic.va, 8,
-				 FC_MR_REMOTE_ATOMIC, &host);
+	err = fc_mr_check_remote_loc(x->d->mrs, x->pd, h->atomic.rkey, h->atomic.va, 8,
+				     FC_MR_REMOTE_ATOMIC, &loc);
 	if (!err && (h->atomic.va & 7))
 		err = -FC_RDMA_EALIGN;
+	/* memory we reach only by copy: the operation runs on a copy of the word and writes
+	 * it back, atomic with every other atomic this engine runs (IB's ATOMIC_HCA) */
+	if (!err)
+		host = loc.ops ? (void *)&word : loc.host;
+	if (!err && loc.ops)
+		err = fc_mr_read(&loc, 0, &word, sizeof(word));
 	if (!err && cmp)
 		err = fc_atomic_masked_cmp_swap(host, h->atomic.compare, h->atomic.compare_mask,
 						h->atomic.swap_add, h->atomic.swap_add_mask, &orig);
 	else if (!err)
 		err = fc_atomic_masked_fetch_add(host, h->atomic.swap_add,
 						 h->atomic.swap_add_mask, &orig);
+	if (!err && loc.ops)
+		err = fc_mr_write(&loc, 0, &word, sizeof(word));
 	if (err) {
 		ans_err(x, err, FC_RDMA_SITE_RKEY);
 		return;

@@ -210,6 +210,143 @@ static void test_null_psp_header(void **state)
 	assert_int_equal(e.rx_bad_hdr, 2);
 }
 
+/* Memory the engine reaches only by copy (mr.h fc_mr_mem_ops; falcond: another process's
+ * memory through process_vm_readv/writev). "far" stands for that memory: the region's
+ * address is far's offset, which the engine must never dereference. */
+static uint8_t far[8192] __attribute__((aligned(8)));
+static int far_fail, far_reads, far_writes;
+
+static int far_read(void *ctx, const void *src, void *dst, size_t n)
+{
+	uintptr_t off = (uintptr_t)src - 0x1000; /* region registered at "address" 0x1000 */
+
+	assert_ptr_equal(ctx, far);
+	if (far_fail || off + n > sizeof(far))
+		return -EFAULT;
+	memcpy(dst, far + off, n);
+	far_reads++;
+	return 0;
+}
+
+static int far_write(void *ctx, void *dst, const void *src, size_t n)
+{
+	uintptr_t off = (uintptr_t)dst - 0x1000;
+
+	assert_ptr_equal(ctx, far);
+	if (far_fail || off + n > sizeof(far))
+		return -EFAULT;
+	memcpy(far + off, src, n);
+	far_writes++;
+	return 0;
+}
+
+static const struct fc_mr_mem_ops far_ops = { .read = far_read, .write = far_write };
+
+/* Post wr on H[0]'s QP and pump until it completes; its status. */
+static int run_wr(struct fc_rdma_send_wr *wr, uint64_t now)
+{
+	struct fc_rdma_wc wc;
+
+	assert_int_equal(fc_rdma_post_send(fc_node_rdma(H[0].n), qpn[0], wr, now), 0);
+	for (int step = 0; step < 100; step++) {
+		np_memio_pump(HP, IO, now + (uint64_t)step * 100000);
+		if (fc_rdma_poll_cq(fc_node_rdma(H[0].n), H[0].scq, &wc, 1) == 1)
+			return wc.status;
+	}
+	return -1;
+}
+
+static void test_memory_reached_by_copy(void **state)
+{
+	struct fc_mr_keys fk, lk;
+	struct fc_sge sge;
+	struct fc_rdma_send_wr wr = { .num_sge = 1, .sgl = &sge };
+	uint64_t now = 1000, v;
+
+	(void)state;
+	setup_pair(NULL, 64);
+	sge = (struct fc_sge){ .addr = IOVA, .len = 3000, .lkey = H[0].k.lkey };
+	far_fail = far_reads = far_writes = 0;
+	memset(far, 0, sizeof(far));
+	/* on H[1], remote access to far through the ops, peers address it at 0x500000 */
+	assert_int_equal(fc_mr_reg_ext(fc_node_mrs(H[1].n), H[1].pd, (void *)0x1000, 0x500000,
+				       sizeof(far), FC_MR_ACCESS_ALL, &far_ops, far, &fk), 0);
+	/* WRITE 3000 bytes into it (a multi-packet placement at an offset) */
+	for (int i = 0; i < 3000; i++)
+		H[0].mem[i] = (uint8_t)(i * 13 + 5);
+	wr.opcode = FC_RDMA_WR_WRITE;
+	wr.rkey = fk.rkey;
+	wr.remote_addr = 0x500000 + 100;
+	assert_int_equal(run_wr(&wr, now), FC_WC_SUCCESS);
+	assert_memory_equal(far + 100, H[0].mem, 3000);
+	assert_true(far_writes > 0);
+	/* READ it back elsewhere on H[0] */
+	memset(H[0].mem + 8192, 0, 3000);
+	sge.addr = IOVA + 8192;
+	wr.opcode = FC_RDMA_WR_READ;
+	assert_int_equal(run_wr(&wr, now += 20000000), FC_WC_SUCCESS);
+	assert_memory_equal(H[0].mem + 8192, far + 100, 3000);
+	assert_true(far_reads > 0);
+	/* FetchAdd and CmpSwap on a word of it */
+	v = 40;
+	memcpy(far + 4096, &v, 8);
+	sge = (struct fc_sge){ .addr = IOVA + 16384, .len = 8, .lkey = H[0].k.lkey };
+	wr = (struct fc_rdma_send_wr){ .opcode = FC_RDMA_WR_FETCH_ADD, .num_sge = 1, .sgl = &sge,
+				       .rkey = fk.rkey, .remote_addr = 0x500000 + 4096,
+				       .compare_add = 2 };
+	assert_int_equal(run_wr(&wr, now += 20000000), FC_WC_SUCCESS);
+	memcpy(&v, H[0].mem + 16384, 8);
+	assert_int_equal(v, 40); /* the original value comes back */
+	memcpy(&v, far + 4096, 8);
+	assert_int_equal(v, 42);
+	wr.opcode = FC_RDMA_WR_CMP_SWAP;
+	wr.compare_add = 42;
+	wr.swap = 7;
+	assert_int_equal(run_wr(&wr, now += 20000000), FC_WC_SUCCESS);
+	memcpy(&v, far + 4096, 8);
+	assert_int_equal(v, 7);
+	/* the requester's own gather list from memory reached by copy: H[0] sends far's
+	 * bytes (registered on H[0] too) with a WRITE into H[1]'s ordinary memory */
+	assert_int_equal(fc_mr_reg_ext(fc_node_mrs(H[0].n), H[0].pd, (void *)0x1000, 0x700000,
+				       sizeof(far), FC_MR_ACCESS_ALL, &far_ops, far, &lk), 0);
+	sge = (struct fc_sge){ .addr = 0x700000 + 100, .len = 3000, .lkey = lk.lkey };
+	wr = (struct fc_rdma_send_wr){ .opcode = FC_RDMA_WR_WRITE, .num_sge = 1, .sgl = &sge,
+				       .rkey = H[1].k.rkey, .remote_addr = IOVA + 32768 };
+	assert_int_equal(run_wr(&wr, now += 20000000), FC_WC_SUCCESS);
+	assert_memory_equal(H[1].mem + 32768, far + 100, 3000);
+	/* a SEND placed into a receive WQE whose buffers are in far (two pieces) */
+	{
+		struct fc_sge rs[2] = { { .addr = 0x500000 + 6000, .len = 1000, .lkey = fk.lkey },
+					{ .addr = 0x500000 + 7100, .len = 1000, .lkey = fk.lkey } };
+		struct fc_rdma_recv_wr rw = { .wr_id = 9, .num_sge = 2, .sgl = rs };
+		struct fc_rdma_wc wc;
+		int got = 0;
+
+		assert_int_equal(fc_rdma_post_recv(fc_node_rdma(H[1].n), qpn[1], &rw), 0);
+		sge = (struct fc_sge){ .addr = IOVA, .len = 1500, .lkey = H[0].k.lkey };
+		wr = (struct fc_rdma_send_wr){ .opcode = FC_RDMA_WR_SEND, .num_sge = 1,
+					       .sgl = &sge };
+		assert_int_equal(run_wr(&wr, now += 20000000), FC_WC_SUCCESS);
+		for (int step = 0; step < 10 && !got; step++) {
+			np_memio_pump(HP, IO, now + (uint64_t)step * 100000);
+			got = fc_rdma_poll_cq(fc_node_rdma(H[1].n), H[1].rcq, &wc, 1);
+		}
+		assert_int_equal(got, 1);
+		assert_int_equal(wc.status, FC_WC_SUCCESS);
+		assert_int_equal(wc.byte_len, 1500);
+		assert_memory_equal(far + 6000, H[0].mem, 1000);
+		assert_memory_equal(far + 7100, H[0].mem + 1000, 500);
+	}
+	/* the memory goes away (the owner unmapped it): a WRITE into it is a remote access
+	 * error, an atomic too, and nothing of ours is written */
+	far_fail = 1;
+	sge = (struct fc_sge){ .addr = IOVA, .len = 64, .lkey = H[0].k.lkey };
+	wr = (struct fc_rdma_send_wr){ .opcode = FC_RDMA_WR_WRITE, .num_sge = 1, .sgl = &sge,
+				       .rkey = fk.rkey, .remote_addr = 0x500000 };
+	assert_int_equal(run_wr(&wr, now += 20000000), FC_WC_REM_ACCESS_ERR);
+	teardown();
+}
+
 /* Frames the node must drop, each counted under its own reason. */
 static void test_rx_drops(void **state)
 {
@@ -368,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_write_through_encap),
 		cmocka_unit_test(test_null_psp_header),
 		cmocka_unit_test(test_null_psp_gives_the_rue_t1),
+		cmocka_unit_test(test_memory_reached_by_copy),
 		cmocka_unit_test(test_rx_drops),
 		cmocka_unit_test(test_encap_failures),
 		cmocka_unit_test(test_backend_pressure),
