@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -101,6 +104,7 @@ struct client {
 	int fd, db_fd;
 	ev_io w, db_w;
 	pid_t pid;
+	int pidfd;              /* the process (pidfd_open), -1 if the kernel has none */
 	uid_t uid;
 	uint32_t id;
 	int hello;
@@ -118,7 +122,7 @@ struct fd_api {
 	uint32_t nclients, next_id;
 	struct {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
-		uint64_t ring_broken, cq_wakeups, doorbells;
+		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy;
 	} st;
 };
 
@@ -232,7 +236,8 @@ static void mr_release(struct fd_api *a, struct obj *o)
 		fc_mr_dereg(fc_node_mrs(a->d->node), pd->u.pd.pd, o->u.mr.k.lkey);
 		pd->refs--;
 	}
-	munmap(o->u.mr.map, o->u.mr.map_len);
+	if (o->u.mr.map) /* NULL: the client's own memory, reached by copy */
+		munmap(o->u.mr.map, o->u.mr.map_len);
 	obj_put(o);
 }
 
@@ -289,6 +294,8 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 	      c->id, (int)c->pid, why, n[OBJ_QP], n[OBJ_CQ], n[OBJ_MR], n[OBJ_PD], n[OBJ_LISTENER]);
 	ev_io_stop(d->loop, &c->w);
 	close(c->fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	if (c->db_fd >= 0) {
 		ev_io_stop(d->loop, &c->db_w);
 		close(c->db_fd);
@@ -355,6 +362,80 @@ static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
 	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
+/* ---- the client's own memory, reached by copy (DESIGN.md, "The client data path") ----
+ * A region not inside a buffer of falcon_alloc_buf is read and written in the client's
+ * address space with process_vm_readv/writev, as its pid names it. Before each access
+ * the pidfd says whether that process still lives, so a pid reused by another process
+ * after the client died is never touched (its regions go when its socket closes). */
+static int client_alive(const struct client *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+
+	return c->pidfd < 0 || poll(&p, 1, 0) == 0; /* a pidfd polls readable at exit */
+}
+
+static int vm_read(void *ctx, const void *src, void *dst, size_t n)
+{
+	struct client *c = ctx;
+	struct iovec l = { dst, n }, r = { (void *)src, n };
+
+	if (!client_alive(c))
+		return -ESRCH;
+	return process_vm_readv(c->pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -EFAULT;
+}
+
+static int vm_write(void *ctx, void *dst, const void *src, size_t n)
+{
+	struct client *c = ctx;
+	struct iovec l = { (void *)src, n }, r = { dst, n };
+
+	if (!client_alive(c))
+		return -ESRCH;
+	return process_vm_writev(c->pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -EFAULT;
+}
+
+static const struct fc_mr_mem_ops vm_ops = { .read = vm_read, .write = vm_write };
+
+/* REG_MR without a memfd: [iova, iova+len) of the client's own address space. Both ends
+ * are read once first, so an unmapped range (-EFAULT) or a process we may not reach
+ * (-EPERM: another user, Yama) is refused at registration, not at the first transfer. */
+static int reg_mr_by_copy(struct client *c, const struct fc_api_hdr *h,
+			  const struct fc_api_reg_mr *m, struct obj *pd)
+{
+	struct fc_api_reg_mr_rep rep = { 0 };
+	uint8_t b;
+	struct iovec l = { &b, 1 }, r[2] = { { (void *)(uintptr_t)m->iova, 1 },
+					     { (void *)(uintptr_t)(m->iova + m->len - 1), 1 } };
+	struct obj *o;
+	int rc;
+
+	if (m->iova + m->len < m->iova)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	for (int i = 0; i < 2; i++)
+		if (process_vm_readv(c->pid, &l, 1, &r[i], 1, 0) != 1)
+			return reply(c, h, errno == EPERM ? -EPERM : -EFAULT, NULL, 0, NULL, 0);
+	o = obj_new(c, OBJ_MR, &rep.handle);
+	if (!o)
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	rc = fc_mr_reg_ext(fc_node_mrs(c->a->d->node), pd->u.pd.pd, (void *)(uintptr_t)m->iova,
+			   m->iova, m->len, m->access, &vm_ops, c, &o->u.mr.k);
+	if (rc) {
+		obj_put(o);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	o->u.mr.pd_h = m->pd;
+	o->u.mr.map = NULL;
+	o->u.mr.map_len = 0;
+	o->u.mr.iova = m->iova;
+	o->u.mr.len = m->len;
+	o->u.mr.access = m->access;
+	pd->refs++;
+	rep.lkey = o->u.mr.k.lkey;
+	rep.rkey = o->u.mr.k.rkey;
+	c->a->st.mr_by_copy++;
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
 static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *body, int *fds,
 		     unsigned nfds)
 {
@@ -368,9 +449,11 @@ static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *b
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (nfds != 1 || !m->len || m->len > (1ull << 40) || m->offset > (1ull << 40) ||
+	if (nfds > 1 || !m->len || m->len > (1ull << 40) || m->offset > (1ull << 40) ||
 	    m->access & ~(uint32_t)FC_MR_ACCESS_ALL)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (!nfds)
+		return reg_mr_by_copy(c, h, m, pd);
 	seals = fcntl(fds[0], F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return reply(c, h, -EPERM, NULL, 0, NULL, 0);
@@ -784,6 +867,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->fd = fd;
 		c->db_fd = -1;
 		c->pid = cr.pid;
+		c->pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
 		c->uid = cr.uid;
 		c->id = ++a->next_id;
 		ev_io_init(&c->w, client_cb, fd, EV_READ);
@@ -997,6 +1081,7 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "bad_requests", "%llu", (unsigned long long)a->st.bad_requests);
 	fd_json_kv(&j, "ring_broken", "%llu", (unsigned long long)a->st.ring_broken);
 	fd_json_kv(&j, "doorbells", "%llu", (unsigned long long)a->st.doorbells);
+	fd_json_kv(&j, "mr_by_copy", "%llu", (unsigned long long)a->st.mr_by_copy);
 	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);

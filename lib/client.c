@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -45,6 +46,7 @@ struct falcon_context {
 	int sock, db_fd;
 	uint32_t seq;
 	struct fc_api_hello_rep limits;
+	int ptracer_set;             /* allow_daemon done */
 };
 
 struct falcon_pd {
@@ -390,6 +392,20 @@ API int falcon_free_buf(struct falcon_context *ctx, void *addr)
 	return 0;
 }
 
+/* Let the daemon (our socket's peer) read and write our memory under Yama's ptrace scope
+ * 1 (elsewhere prctl fails with EINVAL and nothing is needed). */
+static void allow_daemon(struct falcon_context *ctx)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (ctx->ptracer_set)
+		return;
+	if (!getsockopt(ctx->sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) && cr.pid > 0)
+		(void)prctl(PR_SET_PTRACER, (unsigned long)cr.pid, 0, 0, 0);
+	ctx->ptracer_set = 1;
+}
+
 API struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len, unsigned access)
 {
 	struct fc_api_reg_mr m;
@@ -398,16 +414,21 @@ API struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len
 	struct buf *b;
 	int rc;
 
-	if (!pd || !len || (access & ~0x1Fu))
+	if (!pd || !addr || !len || (access & ~0x1Fu))
 		return fail_null(-EINVAL);
-	if (!(b = buf_of(pd->n.ctx, addr, len)))
-		return fail_null(-EFAULT);
+	/* inside a buffer of falcon_alloc_buf: the daemon maps it (zero copy); elsewhere it
+	 * reaches our memory by copy (process_vm_readv/writev), which Yama's ptrace scope 1
+	 * allows only to a process we name: the daemon, our socket's peer */
+	b = buf_of(pd->n.ctx, addr, len);
+	if (!b)
+		allow_daemon(pd->n.ctx);
 	m = (struct fc_api_reg_mr){ .pd = pd->n.handle, .access = access,
 				    .iova = (uint64_t)(uintptr_t)addr, .len = len,
-				    .offset = (uint64_t)((uint8_t *)addr - b->addr) };
+				    .offset = b ? (uint64_t)((uint8_t *)addr - b->addr) : 0 };
 	if (!(mr = calloc(1, sizeof(*mr))))
 		return fail_null(-ENOMEM);
-	rc = rpc(pd->n.ctx, FC_API_REG_MR, &m, sizeof(m), b->fd, &rep, sizeof(rep), NULL, 0);
+	rc = rpc(pd->n.ctx, FC_API_REG_MR, &m, sizeof(m), b ? b->fd : -1, &rep, sizeof(rep),
+		 NULL, 0);
 	if (rc) {
 		free(mr);
 		return fail_null(rc);
@@ -417,7 +438,8 @@ API struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len
 	mr->pd = pd;
 	mr->b = b;
 	pd->refs++;
-	b->mrs++;
+	if (b)
+		b->mrs++;
 	link_node(pd->n.ctx, &mr->n, K_MR, rep.handle);
 	return &mr->pub;
 }
@@ -432,7 +454,8 @@ API int falcon_dereg_mr(struct falcon_mr *pub)
 	if ((rc = destroy(&mr->n, FC_API_DEREG_MR)) && rc != -ENOTCONN)
 		return fail(rc);
 	mr->pd->refs--;
-	mr->b->mrs--;
+	if (mr->b)
+		mr->b->mrs--;
 	free_node(&mr->n);
 	return 0;
 }

@@ -31,7 +31,7 @@ enum fc_api_type {
 	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd */
 	FC_API_ALLOC_PD,
 	FC_API_DEALLOC_PD,
-	FC_API_REG_MR,         /* fd: the memfd of the buffer */
+	FC_API_REG_MR,         /* fd: the memfd of the buffer (none: the client's memory) */
 	FC_API_DEREG_MR,
 	FC_API_CREATE_CQ,      /* reply fds: ring memfd, notification eventfd */
 	FC_API_DESTROY_CQ,
@@ -70,7 +70,10 @@ struct fc_api_handle {
 };
 
 /* REG_MR: register [iova, iova+len) = bytes [offset, offset+len) of the memfd sent
- * along (sealed against shrinking: F_SEAL_SHRINK, else -EPERM). */
+ * along (sealed against shrinking: F_SEAL_SHRINK, else -EPERM). Without a memfd:
+ * [iova, iova+len) of the client's own address space (offset ignored), which falcond
+ * reaches with process_vm_readv/writev: -EFAULT if the range is not mapped, -EPERM if
+ * falcond may not reach the process. */
 struct fc_api_reg_mr {
 	uint32_t pd;
 	uint32_t access;       /* enum falcon_access */

@@ -23,8 +23,9 @@
  * ibv_wc_opcode), so verbs code maps one to one.
  *
  * Memory: falcon_alloc_buf gives memory the daemon maps (a sealed memfd): RDMA on it is
- * zero-copy. falcon_reg_mr accepts ranges inside such buffers. As with verbs, a buffer a
- * work request names must not change before the request completes.
+ * zero-copy. falcon_reg_mr also takes any other memory of the process, which the daemon
+ * reaches by copy. As with verbs, a buffer a work request names must not change before
+ * the request completes.
  *
  * Threads: a context's control calls are serialized by the library; a QP's post calls
  * and a CQ's poll calls need the caller's own serialization (one thread per QP / CQ),
@@ -92,9 +93,15 @@ enum falcon_access {
 };
 
 /* Register [addr, addr+len) with access (enum falcon_access; REMOTE_WRITE and
- * REMOTE_ATOMIC need LOCAL_WRITE, as in verbs). NULL and errno: EINVAL (bad access bits,
- * len 0), EFAULT (the range is not inside one buffer of falcon_alloc_buf), ENOSPC (the
- * daemon's region table is full), ENOTCONN (daemon gone). */
+ * REMOTE_ATOMIC need LOCAL_WRITE, as in verbs). Any memory of the process may be
+ * registered: a range inside one buffer of falcon_alloc_buf is mapped by the daemon
+ * (zero copy); any other (malloc, static, stack) is reached by the daemon with
+ * process_vm_readv/writev, a system call per access, so prefer falcon_alloc_buf for
+ * large or frequent transfers. Atomics on such memory are atomic with respect to every
+ * other RDMA atomic (IB's ATOMIC_HCA), not to the process's own CPU atomics. NULL and
+ * errno: EINVAL (bad access bits, len 0), EFAULT (the range is not mapped in this
+ * process), EPERM (the daemon may not reach this process: another user without
+ * CAP_SYS_PTRACE), ENOSPC (the daemon's region table is full), ENOTCONN (daemon gone). */
 struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len, unsigned access);
 int falcon_dereg_mr(struct falcon_mr *mr);
 

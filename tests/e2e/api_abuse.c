@@ -232,7 +232,7 @@ static void malformed(void)
 		       "a request before HELLO was served");
 		close(fd);
 	}
-	/* unsealed memfd, range beyond the file, unknown access bits, no fd */
+	/* unsealed memfd, range beyond the file, unknown access bits, memory without fd */
 	{
 		int fd = raw_open(), unsealed = sealed_memfd(4096, 0), small = sealed_memfd(4096, 1);
 		struct fc_api_handle pd;
@@ -250,9 +250,30 @@ static void malformed(void)
 		m.access = 0x100;
 		EXPECT(request(fd, FC_API_REG_MR, &m, sizeof(m), small, NULL, 0) == -EINVAL,
 		       "unknown access bits accepted");
+		/* without a memfd: our own memory, reached by copy; a range we do not have
+		 * mapped (the first page, the end of the address space, one that runs off
+		 * our mapping) is refused at registration */
 		m.access = 1;
-		EXPECT(request(fd, FC_API_REG_MR, &m, sizeof(m), -1, NULL, 0) == -EINVAL,
-		       "REG_MR without a memfd accepted");
+		m.iova = 0;
+		EXPECT(request(fd, FC_API_REG_MR, &m, sizeof(m), -1, NULL, 0) == -EFAULT,
+		       "REG_MR of unmapped memory (page 0) accepted");
+		m.iova = 0x7ffffffff000ull;
+		EXPECT(request(fd, FC_API_REG_MR, &m, sizeof(m), -1, NULL, 0) == -EFAULT,
+		       "REG_MR of unmapped memory (top of user space) accepted");
+		{
+			static uint8_t page[4096] __attribute__((aligned(4096)));
+			struct fc_api_reg_mr_rep rep;
+
+			m.iova = (uint64_t)(uintptr_t)page;
+			m.len = 1ull << 40; /* from a mapped page far past the mapping */
+			EXPECT(request(fd, FC_API_REG_MR, &m, sizeof(m), -1, NULL, 0) == -EFAULT,
+			       "REG_MR running off the mapping accepted");
+			m.len = sizeof(page);
+			EXPECT(request(fd, FC_API_REG_MR, &m, sizeof(m), -1, &rep, sizeof(rep)) == 0,
+			       "REG_MR of our own mapped memory refused");
+			m.len = 4096;
+		}
+		m.iova = 0;
 		EXPECT(request(fd, FC_API_ALLOC_PD, NULL, 0, small, NULL, 0) == -EINVAL,
 		       "a descriptor where none belongs accepted");
 		struct fc_api_create_cq c = { .entries = 3 };

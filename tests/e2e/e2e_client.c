@@ -95,8 +95,12 @@ static void side_open(struct side *s, const char *sock)
 
 	if (!(s->ctx = falcon_open(sock)))
 		die(sock);
+	/* E2E_ANYMEM: plain process memory, which the daemons reach by copy
+	 * (process_vm_readv/writev) instead of mapping a buffer of falcon_alloc_buf */
+	if (getenv("E2E_ANYMEM") && (s->buf = aligned_alloc(4096, BUF_BYTES + 65536)))
+		memset(s->buf, 0, BUF_BYTES + 65536);
 	if (!(s->pd = falcon_alloc_pd(s->ctx)) || !(s->cq = falcon_create_cq(s->ctx, 4096)) ||
-	    !(s->buf = falcon_alloc_buf(s->ctx, BUF_BYTES + 65536)) ||
+	    (!s->buf && !(s->buf = falcon_alloc_buf(s->ctx, BUF_BYTES + 65536))) ||
 	    !(s->mr = falcon_reg_mr(s->pd, s->buf, BUF_BYTES, all)) ||
 	    !(s->inv_mr = falcon_reg_mr(s->pd, s->buf + BUF_BYTES, 65536,
 					all | FALCON_ACCESS_REMOTE_INVALIDATE)))

@@ -12,6 +12,18 @@ td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
 e2e_check "demo: every operation verified" "$BUILD/examples/demo" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" --quick
 e2e_check "opcode x size matrix (1 B .. 1 MiB)" "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
 
+# memory not from falcon_alloc_buf (malloc): the daemons reach it by copy
+out=$(E2E_ANYMEM=1 E2E_SERVICE=5010 "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 2>&1)
+rc=$?
+echo "$out" | tail -3
+n_copy=$("$FALCONCTL" -j -r "$TD_DIR/a" stats | grep -o '"mr_by_copy":[0-9]*' | cut -d: -f2)
+if [ $rc -eq 0 ] && [ "${n_copy:-0}" -gt 0 ]; then
+	e2e_ok "matrix over malloc'd memory reached by copy ($n_copy regions on A)"
+else
+	e2e_fail "matrix over malloc'd memory (rc $rc, regions by copy ${n_copy:-none})"
+	echo "$out"
+fi
+
 # the example a user reads first, and the perftest-like tool in each of its modes
 FALCON_SOCKET=$TD_SOCK_B timeout 30 "$BUILD/examples/rc_pingpong" >"$TD_DIR/pp.log" 2>&1 &
 pp=$!
@@ -47,6 +59,8 @@ perf_case() { # service args...: server and client, the client's JSON line check
 	else
 		e2e_fail "falcon-perf $* (client $rc, server $src)"
 		cat "$TD_DIR/perf-srv.log"
+		echo "daemon logs (last lines):"
+		tail -n 8 "$TD_DIR/a.log" "$TD_DIR/b.log"
 	fi
 }
 perf_case 5101 -t write -m bw -s 64K -n 2000
@@ -88,11 +102,12 @@ cat "$TD_DIR/steady.log"
 [ $rc -eq 0 ] && e2e_ok "steady transfer during falconctl" || e2e_fail "steady transfer"
 
 # a client killed with SIGKILL mid-transfer: the daemons free its objects, another goes on
+# (the victim's memory is malloc'd: the daemons reach it by copy until it dies)
 sleep 0.3
 base_fds=$(e2e_fds "$TD_PID_A"); base_rss=$(e2e_rss "$TD_PID_A")
 E2E_SERVICE=5002 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4 >"$TD_DIR/other.log" 2>&1 &
 other=$!
-E2E_SERVICE=5003 "$E2E_BIN/e2e_client" victim "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" >"$TD_DIR/victim.log" 2>&1 &
+E2E_ANYMEM=1 E2E_SERVICE=5003 "$E2E_BIN/e2e_client" victim "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" >"$TD_DIR/victim.log" 2>&1 &
 victim=$!
 for _ in $(seq 50); do grep -q "until killed" "$TD_DIR/victim.log" && break; sleep 0.1; done
 sleep 1
