@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "falcon/falcon.h"
@@ -29,6 +30,7 @@
 #define RECVS 256u               /* receives kept posted per QP */
 #define WAIT_MS 10000
 #define SIZE_MAX_BYTES (1u << 22)
+#define SPIN_BEFORE_YIELD 64u    /* empty CQ polls before each further one yields */
 
 enum test { T_WRITE, T_READ, T_SEND, T_ATOMIC };
 enum mode { M_BW, M_LAT };
@@ -147,9 +149,14 @@ static int get_wc(struct falcon_wc *wc, int n, int timeout_ms)
 	if (o.event)
 		return falcon_wait_cq(cq, n, wc, timeout_ms);
 	end = timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	for (uint32_t spins = 1; !(k = falcon_poll_cq(cq, n, wc)); spins++)
+	for (uint32_t spins = 1; !(k = falcon_poll_cq(cq, n, wc)); spins++) {
+		/* the daemon that answers may need this very core (falcond is a process, not
+		 * a NIC): after a short spin, offer it the CPU on every empty poll */
+		if (spins > SPIN_BEFORE_YIELD)
+			sched_yield();
 		if (!(spins & 1023) && now_ns() > end)
 			return 0;
+	}
 	return k;
 }
 

@@ -148,7 +148,7 @@ awk -v f_p50="$f_p50" -v f_p99="$f_p99" -v fe_p50="$fe_p50" -v fe_p99="$fe_p99" 
 echo "latency: falcon 8 B WRITE ping-pong, half round trip; sockperf 16 B ping-pong, half round trip"
 echo "small messages: falcon 8 B WRITEs at depth 64 (completed); sockperf 16 B messages sent"
 echo "bandwidth: falcon 64 KiB WRITEs at depth 64; iperf3 one TCP stream"
-echo "busy-poll: falcon-perf spins on its CQ (as perftest); sleeping: it waits on the CQ fd"
+echo "busy-poll: falcon-perf spins on its CQ (as perftest; after 64 empty polls each poll yields the CPU); sleeping: it waits on the CQ fd"
 if [ -n "${BENCH_JSON:-}" ]; then
 	printf '{"falcon":{"lat_p50_us":%s,"lat_p99_us":%s,"lat_event_p50_us":%s,"lat_event_p99_us":%s,"write_64k_gbit_s":%s,"write_8b_mops":%s,"write_64k_event_gbit_s":%s,"write_8b_event_mops":%s},"udp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s},"tcp":{"lat_p50_us":%s,"lat_p99_us":%s,"msg_per_s":%s,"iperf3_gbit_s":%s}}\n' \
 		"$f_p50" "$f_p99" "$fe_p50" "$fe_p99" "$f_gbps" "$f_mops" "$fe_gbps" "$fe_mops" "$u_p50" "$u_p99" "$u_mps" \

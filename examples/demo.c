@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "falcon/falcon.h"
@@ -257,9 +258,14 @@ int main(int argc, char **argv)
 			wr = rdma(FALCON_WR_RDMA_WRITE, &a, 0, 8, &b, 0, &sge);
 			t = now_ns();
 			post(&a, &wr);
-			while (falcon_poll_cq(a.cq, 1, wc) == 0)
+			/* spin, then offer the core to the daemons on every empty poll: on a
+			 * small machine the process that answers may need this very core */
+			for (unsigned spins = 0; falcon_poll_cq(a.cq, 1, wc) == 0; spins++) {
+				if (spins > 64)
+					sched_yield();
 				if (now_ns() - t > 1000000000ull * 10)
 					die("latency: no completion");
+			}
 			lat[i] = now_ns() - t;
 			CHECK(wc[0].status == FALCON_WC_SUCCESS, "latency WRITE %s",
 			      falcon_wc_status_str(wc[0].status));
@@ -299,7 +305,7 @@ int main(int argc, char **argv)
 			else
 				rate = (double)total / s;
 		}
-		printf("\n%-34s %12s\n", "measurement (loopback, one core each)", "result");
+		printf("\n%-34s %12s\n", "measurement (127.0.0.1, UDP)", "result");
 		printf("%-34s %9.1f us\n", "8 B WRITE latency p50", p50);
 		printf("%-34s %9.1f us\n", "8 B WRITE latency p99", p99);
 		printf("%-34s %9.3f Mops/s\n", "8 B WRITE rate, depth 64", rate / 1e6);
