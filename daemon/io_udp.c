@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +14,9 @@
 #define BATCH FC_NODE_BATCH_MAX
 #define CMSG_ROOM 128
 #define SOCKBUF_BYTES (4 << 20)
+#define GSO_SEGS_MAX 64u       /* the kernel's UDP_MAX_SEGMENTS */
+#define GSO_BYTES_MAX 60000u   /* a GSO message's payload stays below 64 KiB */
+#define RX_GRO_BYTES 65536u    /* a GRO run: at most 64 KiB of UDP payload */
 
 struct fc_io_udp {
 	int fd, family;
@@ -27,6 +31,10 @@ struct fc_io_udp {
 	struct fc_peer_addr from[BATCH];
 	fc_io_udp_rx_filter_fn filter;
 	void *filter_ctx;
+	struct iovec txv[BATCH];   /* transmit: one per frame */
+	uint8_t txcmsg[BATCH][CMSG_SPACE(sizeof(uint16_t))] __attribute__((aligned(8)));
+	int no_gso;                /* the kernel refused UDP_SEGMENT once */
+	uint32_t rx_slot;          /* bytes per received message: a frame, or a GRO run */
 	struct fc_io_udp_stats st;
 };
 
@@ -86,9 +94,9 @@ struct fc_io_udp *fc_io_udp_open(const struct sockaddr *addr, socklen_t len, uns
 	io->family = addr->sa_family;
 	io->ntx = tx_frames;
 	io->txmem = malloc((size_t)tx_frames * FC_IO_UDP_FRAME_BYTES);
-	io->rxmem = malloc((size_t)BATCH * FC_IO_UDP_FRAME_BYTES);
+	io->rx_slot = FC_IO_UDP_FRAME_BYTES;
 	io->free_ = malloc(tx_frames * sizeof(*io->free_));
-	if (!io->txmem || !io->rxmem || !io->free_) {
+	if (!io->txmem || !io->free_) {
 		err = ENOMEM;
 		goto fail;
 	}
@@ -109,6 +117,15 @@ struct fc_io_udp *fc_io_udp_open(const struct sockaddr *addr, socklen_t len, uns
 		set_opt(io->fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, 1);
 		set_opt(io->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
 		set_opt(io->fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, FC_IO_UDP_TTL);
+	}
+	/* UDP GRO: the kernel hands over runs of datagrams from one sender as one buffer
+	 * with their size in a cmsg (read_cmsgs), one pass through the stack per run */
+	if (setsockopt(io->fd, SOL_UDP, UDP_GRO, &(int){ 1 }, sizeof(int)) == 0)
+		io->rx_slot = RX_GRO_BYTES;
+	io->rxmem = malloc((size_t)BATCH * io->rx_slot);
+	if (!io->rxmem) {
+		err = ENOMEM;
+		goto fail;
 	}
 	if (bind(io->fd, addr, len) < 0) {
 		err = errno;
@@ -166,46 +183,109 @@ static void udp_tx_return(void *ctx, struct fc_frame *f, unsigned n)
 		io->free_[io->nfree++] = (uint32_t)f[i].io_handle;
 }
 
+/* How many frames from f[0] (at most n) go out as one UDP GSO send (UDP_SEGMENT): same
+ * peer, every one but the last of the first one's length, GSO_SEGS_MAX and GSO_BYTES_MAX
+ * at most. 1 when GSO is off or nothing groups. */
+static unsigned gso_run(const struct fc_io_udp *io, const struct fc_frame *f, unsigned n)
+{
+	uint32_t seg = f[0].len, bytes = seg;
+	unsigned k = 1;
+
+	if (io->no_gso)
+		return 1;
+	while (k < n && k < GSO_SEGS_MAX && f[k].peer == f[0].peer && f[k].len <= seg &&
+	       bytes + f[k].len <= GSO_BYTES_MAX) {
+		bytes += f[k].len;
+		if (f[k++].len < seg)
+			break; /* a shorter one ends the run */
+	}
+	return k;
+}
+
+/* Send f[0..n): consecutive frames to one peer of one size leave as one UDP GSO message
+ * (the kernel cuts it into datagrams late: one pass through the stack for the run), the
+ * rest one datagram each, all in sendmmsg batches. Returns the frames sent; the others
+ * are dropped and counted. A kernel that refuses UDP_SEGMENT turns GSO off for good and
+ * the call is retried without it. */
 static unsigned udp_tx_send(void *ctx, struct fc_frame *f, unsigned n)
 {
 	struct fc_io_udp *io = ctx;
 	struct mmsghdr m[BATCH];
-	struct iovec v[BATCH];
+	unsigned nfr[BATCH];
 	unsigned done = 0;
 
 	while (done < n) {
-		unsigned k = n - done < BATCH ? n - done : BATCH, ok = 0;
+		unsigned k = 0, used = 0, ok = 0, sent_fr = 0;
 		int rc;
 
-		for (unsigned i = 0; i < k; i++) {
-			const struct fc_frame *g = &f[done + i];
+		/* at most BATCH frames per round: v[] has one iovec per frame */
+		while (used < n - done && used < BATCH) {
+			unsigned run = gso_run(io, f + done + used,
+					       (n - done - used) < (BATCH - used) ?
+					       (n - done - used) : (BATCH - used));
+			struct msghdr *h = &m[k].msg_hdr;
 
-			v[i] = (struct iovec){ .iov_base = g->buf, .iov_len = g->len };
-			m[i] = (struct mmsghdr){ .msg_hdr = {
-				.msg_name = (void *)g->peer->bytes, .msg_namelen = g->peer->len,
-				.msg_iov = &v[i], .msg_iovlen = 1 } };
+			for (unsigned i = 0; i < run; i++) {
+				const struct fc_frame *g = &f[done + used + i];
+
+				io->txv[used + i] = (struct iovec){ .iov_base = g->buf,
+								    .iov_len = g->len };
+			}
+			*h = (struct msghdr){ .msg_name = (void *)f[done + used].peer->bytes,
+					      .msg_namelen = f[done + used].peer->len,
+					      .msg_iov = &io->txv[used], .msg_iovlen = run };
+			if (run > 1) {
+				struct cmsghdr *c;
+				uint16_t seg = (uint16_t)f[done + used].len;
+
+				h->msg_control = io->txcmsg[k];
+				h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+				c = CMSG_FIRSTHDR(h);
+				c->cmsg_level = SOL_UDP;
+				c->cmsg_type = UDP_SEGMENT;
+				c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+				memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+				io->st.tx_gso_runs++;
+			}
+			nfr[k++] = run;
+			used += run;
 		}
 		while (ok < k) {
 			rc = sendmmsg(io->fd, m + ok, k - ok, MSG_DONTWAIT);
 			io->st.tx_calls++;
-			if (rc < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN || errno == EWOULDBLOCK)
-					io->st.tx_eagain_drops += k - ok;
-				else
-					io->st.tx_errors += k - ok;
+			if (rc < 0 && errno == EINTR)
+				continue;
+			if (rc < 0 && m[ok].msg_hdr.msg_controllen && !io->no_gso &&
+			    (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT)) {
+				io->no_gso = 1; /* no UDP GSO here: the rest goes one by one */
 				break;
 			}
-			for (int i = 0; i < rc; i++)
+			if (rc < 0) {
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					io->st.tx_eagain_drops += used - sent_fr;
+				else
+					io->st.tx_errors += used - sent_fr;
+				break;
+			}
+			for (int i = 0; i < rc; i++) {
 				io->st.tx_bytes += m[ok + (unsigned)i].msg_len;
+				sent_fr += nfr[ok + (unsigned)i];
+			}
 			ok += (unsigned)rc;
 		}
-		io->st.tx_dgrams += ok;
-		udp_tx_return(io, f + done, k); /* the kernel has its copy, or it is lost */
-		if (ok < k)
-			return done + ok; /* the rest of this call is dropped */
-		done += k;
+		io->st.tx_dgrams += sent_fr;
+		if (ok < k && io->no_gso && m[ok].msg_hdr.msg_controllen) {
+			/* the frames from the refused message on go again, singly */
+			udp_tx_return(io, f + done, sent_fr);
+			done += sent_fr;
+			continue;
+		}
+		if (ok < k) { /* the rest of this call is dropped: every frame goes back */
+			udp_tx_return(io, f + done, n - done);
+			return done + sent_fr;
+		}
+		udp_tx_return(io, f + done, used); /* the kernel has its copy */
+		done += used;
 	}
 	return done;
 }
@@ -217,10 +297,20 @@ const struct fc_io_ops fc_io_udp_ops = {
 
 /* ---- receive ---- */
 
-static void read_cmsgs(struct msghdr *h, struct fc_rx_meta *m)
+/* TTL / hop limit and ECN into *m; the GRO segment size (0: one datagram) returned. */
+static uint32_t read_cmsgs(struct msghdr *h, struct fc_rx_meta *m)
 {
+	uint32_t gro = 0;
+
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
 		int v = -1;
+
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			if (c->cmsg_len >= CMSG_LEN(sizeof(int)))
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+			gro = v > 0 ? (uint32_t)v : 0;
+			continue;
+		}
 
 		if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TTL) ||
 		    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT) ||
@@ -238,12 +328,25 @@ static void read_cmsgs(struct msghdr *h, struct fc_rx_meta *m)
 		else if (v <= FC_IO_UDP_TTL)
 			m->hops = (uint8_t)(FC_IO_UDP_TTL - v);
 	}
+	return gro;
 }
 
 void fc_io_udp_set_rx_filter(struct fc_io_udp *io, fc_io_udp_rx_filter_fn fn, void *ctx)
 {
 	io->filter = fn;
 	io->filter_ctx = ctx;
+}
+
+/* Hand the frames gathered so far to the node (through the rx filter). */
+static void rx_flush(struct fc_io_udp *io, struct fc_node *node, unsigned *nf)
+{
+	unsigned n = *nf;
+
+	if (io->filter)
+		n = io->filter(io->filter_ctx, io->rxf, n, 2 * BATCH);
+	if (n)
+		fc_node_rx_batch(node, io->rxf, n);
+	*nf = 0;
 }
 
 int fc_io_udp_rx(struct fc_io_udp *io, struct fc_node *node, uint64_t now, unsigned max)
@@ -255,8 +358,8 @@ int fc_io_udp_rx(struct fc_io_udp *io, struct fc_node *node, uint64_t now, unsig
 		int rc;
 
 		for (unsigned i = 0; i < want; i++) {
-			io->iov[i] = (struct iovec){ .iov_base = io->rxmem + (size_t)i * FC_IO_UDP_FRAME_BYTES,
-						     .iov_len = FC_IO_UDP_FRAME_BYTES };
+			io->iov[i] = (struct iovec){ .iov_base = io->rxmem + (size_t)i * io->rx_slot,
+						     .iov_len = io->rx_slot };
 			io->msg[i] = (struct mmsghdr){ .msg_hdr = {
 				.msg_name = &io->name[i], .msg_namelen = sizeof(io->name[i]),
 				.msg_iov = &io->iov[i], .msg_iovlen = 1,
@@ -276,26 +379,40 @@ int fc_io_udp_rx(struct fc_io_udp *io, struct fc_node *node, uint64_t now, unsig
 			break;
 		for (int i = 0; i < rc; i++) {
 			struct msghdr *h = &io->msg[i].msg_hdr;
-			struct fc_frame *f = &io->rxf[nf];
+			struct fc_rx_meta meta = { .now_ns = now };
+			uint32_t len = io->msg[i].msg_len, seg;
+			uint8_t *base = io->iov[i].iov_base;
 
-			io->st.rx_dgrams++;
-			io->st.rx_bytes += io->msg[i].msg_len;
 			if (h->msg_flags & MSG_TRUNC) {
+				io->st.rx_dgrams++;
 				io->st.rx_truncated++;
 				continue;
 			}
-			if (normalize((struct sockaddr *)&io->name[i], h->msg_namelen, &io->from[nf]))
+			if (normalize((struct sockaddr *)&io->name[i], h->msg_namelen, &io->from[i])) {
+				io->st.rx_dgrams++;
 				continue;
-			*f = (struct fc_frame){ .buf = io->iov[i].iov_base, .len = io->msg[i].msg_len,
-						.cap = FC_IO_UDP_FRAME_BYTES, .peer = &io->from[nf],
-						.meta = { .now_ns = now } };
-			read_cmsgs(h, &f->meta);
-			nf++;
+			}
+			seg = read_cmsgs(h, &meta);
+			if (!seg || seg > len)
+				seg = len ? len : 1; /* one datagram (an empty one stays one) */
+			if (seg < len)
+				io->st.rx_gro_runs++;
+			/* each datagram of a GRO run is a frame of its own */
+			for (uint32_t off = 0; off < len || (!len && !off); off += seg) {
+				uint32_t n = len - off < seg ? len - off : seg;
+
+				if (nf == BATCH)
+					rx_flush(io, node, &nf);
+				io->rxf[nf++] = (struct fc_frame){ .buf = base + off, .len = n,
+								   .cap = n, .peer = &io->from[i],
+								   .meta = meta };
+				io->st.rx_dgrams++;
+				io->st.rx_bytes += n;
+				if (!len)
+					break;
+			}
 		}
-		if (io->filter)
-			nf = io->filter(io->filter_ctx, io->rxf, nf, 2 * BATCH);
-		if (nf)
-			fc_node_rx_batch(node, io->rxf, nf);
+		rx_flush(io, node, &nf);
 		total += (unsigned)rc;
 		if ((unsigned)rc < want)
 			break; /* the socket is drained */

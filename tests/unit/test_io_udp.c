@@ -219,6 +219,109 @@ static void test_stranger_junk(void **state)
 	teardown();
 }
 
+/* Runs of equal-size datagrams to one peer leave as UDP GSO messages and arrive as GRO
+ * runs, and still reach the receiver as one frame per datagram, in order, each with its
+ * own bytes; a shorter datagram ends a run; another peer's frames are not merged. The
+ * receiving node is not needed: the rx filter takes every frame and passes none on. */
+#define BURST 150u
+static uint8_t got_buf[BURST + 8][1200];
+static uint32_t got_len[BURST + 8], ngot;
+
+static unsigned capture(void *ctx, struct fc_frame *f, unsigned n, unsigned cap)
+{
+	(void)ctx;
+	(void)cap;
+	for (unsigned i = 0; i < n && ngot < BURST + 8; i++) {
+		assert_true(f[i].len <= sizeof(got_buf[0]));
+		memcpy(got_buf[ngot], f[i].buf, f[i].len);
+		got_len[ngot++] = f[i].len;
+	}
+	return 0;
+}
+
+static void test_gso_gro_runs(void **state)
+{
+	struct sockaddr_storage ss;
+	socklen_t l;
+	struct fc_io_udp *tx, *rx, *other;
+	struct fc_peer_addr to, to_other;
+	struct fc_frame f[64];
+	unsigned sent = 0;
+	uint64_t t0;
+
+	(void)state;
+	loopback(AF_INET, &ss, &l);
+	assert_non_null(tx = fc_io_udp_open((struct sockaddr *)&ss, l, 256));
+	assert_non_null(rx = fc_io_udp_open((struct sockaddr *)&ss, l, 16));
+	assert_non_null(other = fc_io_udp_open((struct sockaddr *)&ss, l, 16));
+	assert_int_equal(fc_io_udp_local(rx, &ss, &l), 0);
+	assert_int_equal(fc_io_udp_peer_addr((struct sockaddr *)&ss, l, &to), 0);
+	assert_int_equal(fc_io_udp_local(other, &ss, &l), 0);
+	assert_int_equal(fc_io_udp_peer_addr((struct sockaddr *)&ss, l, &to_other), 0);
+	fc_io_udp_set_rx_filter(rx, capture, NULL);
+	fc_io_udp_set_rx_filter(other, capture, NULL);
+	ngot = 0;
+	/* BURST datagrams in calls of up to 64: 1000 bytes each but every 40th of 300 (it
+	 * ends a run), the 10th of each call to the other socket (it splits a run) */
+	while (sent < BURST) {
+		unsigned n = BURST - sent < 64 ? BURST - sent : 64, k;
+
+		assert_int_equal(fc_io_udp_ops.tx_alloc(tx, f, n), n);
+		for (k = 0; k < n; k++) {
+			uint32_t idx = sent + k;
+
+			f[k].len = idx % 40 == 39 ? 300 : 1000;
+			memset(f[k].buf, (int)(idx * 7 + 1), f[k].len);
+			memcpy(f[k].buf, &idx, sizeof(idx));
+			f[k].peer = k == 9 ? &to_other : &to;
+		}
+		assert_int_equal(fc_io_udp_ops.tx_send(tx, f, n), n);
+		sent += n;
+	}
+	assert_int_equal(fc_io_udp_stats(tx)->tx_dgrams, BURST);
+	assert_true(fc_io_udp_stats(tx)->tx_gso_runs > 0); /* runs did go as GSO */
+	t0 = mono_ns();
+	while (ngot < BURST && mono_ns() - t0 < 5000000000ull) {
+		struct pollfd p[2] = { { fc_io_udp_fd(rx), POLLIN, 0 },
+				       { fc_io_udp_fd(other), POLLIN, 0 } };
+
+		poll(p, 2, 1);
+		fc_io_udp_rx(rx, NULL, mono_ns(), 1024);
+		fc_io_udp_rx(other, NULL, mono_ns(), 1024);
+	}
+	assert_int_equal(ngot, BURST);
+	/* the main socket's frames in the order sent, each intact; the other's apart */
+	{
+		uint32_t main_i = 0, other_n = 0;
+
+		for (uint32_t i = 0; i < ngot; i++) {
+			uint32_t idx, want_len;
+
+			memcpy(&idx, got_buf[i], sizeof(idx));
+			assert_true(idx < BURST);
+			want_len = idx % 40 == 39 ? 300 : 1000;
+			assert_int_equal(got_len[i], want_len);
+			for (uint32_t b = sizeof(idx); b < want_len; b++)
+				assert_int_equal(got_buf[i][b], (uint8_t)(idx * 7 + 1));
+			if (idx % 64 == 9) {
+				other_n++;
+				continue;
+			}
+			/* frames of rx arrive in send order (those of other may interleave) */
+			while (main_i % 64 == 9)
+				main_i++;
+			assert_int_equal(idx, main_i);
+			main_i++;
+		}
+		assert_int_equal(other_n, 3); /* one in each of the three calls */
+	}
+	assert_true(fc_io_udp_stats(rx)->rx_gro_runs > 0); /* and came back as GRO runs */
+	assert_int_equal(fc_io_udp_stats(rx)->rx_dgrams + fc_io_udp_stats(other)->rx_dgrams, BURST);
+	fc_io_udp_close(tx);
+	fc_io_udp_close(rx);
+	fc_io_udp_close(other);
+}
+
 static void test_open_errors(void **state)
 {
 	struct sockaddr_storage ss;
@@ -241,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_ipv4),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_stranger_junk),
+		cmocka_unit_test(test_gso_gro_runs),
 		cmocka_unit_test(test_open_errors),
 	};
 
