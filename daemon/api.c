@@ -171,31 +171,16 @@ static int reply(struct client *c, const struct fc_api_hdr *req, int status, con
 {
 	uint8_t buf[FC_API_MSG_MAX];
 	struct fc_api_hdr *h = (struct fc_api_hdr *)buf;
-	union {
-		struct cmsghdr c;
-		char room[CMSG_SPACE(sizeof(int) * FC_API_FDS_MAX)];
-	} cm;
-	struct iovec iov = { buf, sizeof(*h) + len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	*h = (struct fc_api_hdr){ .hdr_size = sizeof(*h), .version = FC_API_VERSION,
 				  .type = req->type, .len = sizeof(*h) + len, .seq = req->seq,
 				  .status = status };
 	if (len)
 		memcpy(buf + sizeof(*h), body, len);
-	if (nfds) {
-		memset(&cm, 0, sizeof(cm));
-		m.msg_control = cm.room;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		cm.c.cmsg_level = SOL_SOCKET;
-		cm.c.cmsg_type = SCM_RIGHTS;
-		cm.c.cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(&cm.c), fds, sizeof(int) * nfds);
-	}
 	if (status)
 		c->errors++;
 	/* a client that does not read its replies loses them: never block the daemon */
-	return sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return fc_api_send(c->fd, buf, sizeof(*h) + len, fds, nfds, MSG_DONTWAIT);
 }
 
 /* A memfd of bytes, mapped here, sealed so that the client can neither shrink nor grow

@@ -146,17 +146,9 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 				  .len = sizeof(*h) + len, .seq = ++ctx->seq };
 	if (len)
 		memcpy(buf + sizeof(*h), body, len);
-	if (fd_in >= 0) {
-		memset(&cm, 0, sizeof(cm));
-		m.msg_control = cm.room;
-		m.msg_controllen = CMSG_SPACE(sizeof(int));
-		cm.c.cmsg_level = SOL_SOCKET;
-		cm.c.cmsg_type = SCM_RIGHTS;
-		cm.c.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&cm.c), &fd_in, sizeof(int));
-	}
-	if (sendmsg(ctx->sock, &m, MSG_NOSIGNAL) < 0) {
-		rc = errno == EPIPE || errno == ECONNRESET ? -ENOTCONN : -errno;
+	rc = fc_api_send(ctx->sock, buf, sizeof(*h) + len, &fd_in, fd_in >= 0, 0);
+	if (rc) {
+		rc = rc == -EPIPE || rc == -ECONNRESET ? -ENOTCONN : rc;
 		goto out;
 	}
 	for (;;) { /* replies to earlier requests cannot be pending: one at a time */

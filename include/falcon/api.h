@@ -21,7 +21,11 @@
 #define FALCON_API_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #define FC_API_VERSION 1u
 #define FC_API_MSG_MAX 512u
@@ -174,6 +178,33 @@ static inline int fc_api_msg_check(const void *msg, unsigned long n)
 	    n - sizeof(*h) != fc_api_req_body(h->type))
 		return -EINVAL;
 	return 0;
+}
+
+/* Send one message of len bytes on sock with nfds (<= FC_API_FDS_MAX) descriptors as
+ * SCM_RIGHTS; flags as sendmsg's (MSG_NOSIGNAL always added). Returns 0 or -errno
+ * (-EINVAL for too many descriptors). Both ends and the tests send through it. */
+static inline int fc_api_send(int sock, const void *buf, size_t len, const int *fds,
+			      unsigned nfds, int flags)
+{
+	union {
+		struct cmsghdr c;
+		char room[CMSG_SPACE(sizeof(int) * FC_API_FDS_MAX)];
+	} cm;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds > FC_API_FDS_MAX)
+		return -EINVAL;
+	if (nfds) {
+		memset(&cm, 0, sizeof(cm));
+		m.msg_control = cm.room;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm.c.cmsg_level = SOL_SOCKET;
+		cm.c.cmsg_type = SCM_RIGHTS;
+		cm.c.cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(&cm.c), fds, sizeof(int) * nfds);
+	}
+	return sendmsg(sock, &m, flags | MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
 #endif

@@ -63,23 +63,7 @@ static int connect_api(void)
 
 static void send_msg(int fd, const void *buf, size_t len, int pass_fd)
 {
-	union {
-		struct cmsghdr c;
-		char room[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (pass_fd >= 0) {
-		memset(&cm, 0, sizeof(cm));
-		m.msg_control = cm.room;
-		m.msg_controllen = sizeof(cm.room);
-		cm.c.cmsg_level = SOL_SOCKET;
-		cm.c.cmsg_type = SCM_RIGHTS;
-		cm.c.cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(&cm.c), &pass_fd, sizeof(int));
-	}
-	(void)sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)fc_api_send(fd, buf, len, &pass_fd, pass_fd >= 0, MSG_DONTWAIT);
 	run_loop();
 }
 
