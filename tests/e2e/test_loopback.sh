@@ -24,6 +24,30 @@ else
 	echo "$out"
 fi
 
+# the installed library is usable as a user finds it: make install into a staging
+# directory, then the example built against it with pkg-config alone, then run
+STAGE=$TD_DIR/stage
+san=0 sanflags=""
+case "$BUILD" in *-san) san=1 sanflags="-fsanitize=address,undefined" ;; esac
+if make --no-print-directory -s install SAN=$san BUILD="$BUILD" DESTDIR="$STAGE" PREFIX=/usr >"$TD_DIR/install.log" 2>&1 &&
+   cflags=$(PKG_CONFIG_SYSROOT_DIR=$STAGE PKG_CONFIG_LIBDIR=$STAGE/usr/lib/pkgconfig pkg-config --cflags --libs falcon-client) &&
+   gcc -Wall -Werror $sanflags examples/rc_pingpong.c $cflags -o "$TD_DIR/pp-installed" 2>>"$TD_DIR/install.log"; then
+	FALCON_SOCKET=$TD_SOCK_B LD_LIBRARY_PATH=$STAGE/usr/lib timeout 30 "$TD_DIR/pp-installed" >"$TD_DIR/ppi.log" 2>&1 &
+	ppi=$!
+	for _ in $(seq 50); do grep -q waiting "$TD_DIR/ppi.log" && break; sleep 0.1; done
+	out=$(FALCON_SOCKET=$TD_SOCK_A LD_LIBRARY_PATH=$STAGE/usr/lib timeout 30 "$TD_DIR/pp-installed" "$TD_CM_B" 20 2>&1)
+	rc=$?
+	wait $ppi
+	if [ $rc -eq 0 ] && grep -q "^20 round trips" <<<"$out"; then
+		e2e_ok "make install: rc_pingpong built with pkg-config against the staged library runs"
+	else
+		e2e_fail "rc_pingpong against the installed library: $out"
+	fi
+else
+	e2e_fail "make install / pkg-config / build against it"
+	cat "$TD_DIR/install.log"
+fi
+
 # the example a user reads first, and the perftest-like tool in each of its modes
 FALCON_SOCKET=$TD_SOCK_B timeout 30 "$BUILD/examples/rc_pingpong" >"$TD_DIR/pp.log" 2>&1 &
 pp=$!
