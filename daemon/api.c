@@ -55,8 +55,9 @@ _Static_assert((int)FALCON_ACCESS_REMOTE_INVALIDATE == FC_MR_REMOTE_INVALIDATE &
 _Static_assert((int)FALCON_WC_GENERAL_ERR == FC_WC_GENERAL_ERR, "wc status");
 _Static_assert((int)FALCON_ORDER_WEAK == FC_RDMA_ORDER_WEAK, "ordering");
 
-enum obj_type { OBJ_FREE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_LISTENER, OBJ_QP };
-static const char *const obj_name[] = { "free", "pd", "mr", "cq", "listener", "qp" };
+/* in the order a dying client's objects are released, last first */
+enum obj_type { OBJ_FREE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_LISTENER, OBJ_QP, OBJ_TYPES };
+static const char *const obj_name[] = { "free", "pd", "mr", "cq", "srq", "listener", "qp" };
 
 enum qp_state { QP_CONNECTING = 1, QP_READY, QP_BROKEN };
 
@@ -64,8 +65,9 @@ struct client;
 
 struct obj {
 	uint8_t type;
+	uint8_t refs_broken;    /* SRQ: its ring broke (logged once) */
 	uint16_t gen;
-	uint32_t refs;          /* PD: MRs + QPs; CQ: QPs */
+	uint32_t refs;          /* PD: MRs + QPs + SRQs; CQ, SRQ: QPs */
 	struct client *c;
 	union {
 		struct { uint32_t pd; } pd;
@@ -86,8 +88,13 @@ struct obj {
 		} cq;
 		struct { uint16_t service; } lst;
 		struct {
+			uint32_t srqn, pd_h;
+			void *ring;
+			size_t bytes;
+		} srq;
+		struct {
 			int64_t cm_id;
-			uint32_t qpn, rqpn, pd_h, scq_h, rcq_h;
+			uint32_t qpn, rqpn, pd_h, scq_h, rcq_h, srq_h;
 			uint8_t state;
 			void *rings;
 			size_t bytes, rq_off;
@@ -234,6 +241,17 @@ static void cq_release(struct fd_api *a, struct obj *o)
 	obj_put(o);
 }
 
+static void srq_release(struct fd_api *a, struct obj *o)
+{
+	struct obj *pd = obj_get(o->c, o->u.srq.pd_h, OBJ_PD);
+
+	fc_rdma_srq_destroy(fc_node_rdma(a->d->node), o->u.srq.srqn); /* QPs went first */
+	if (pd)
+		pd->refs--;
+	munmap(o->u.srq.ring, o->u.srq.bytes);
+	obj_put(o);
+}
+
 static void qp_release(struct fd_api *a, struct obj *o)
 {
 	struct client *c = o->c;
@@ -251,13 +269,15 @@ static void qp_release(struct fd_api *a, struct obj *o)
 		x->refs--;
 	if ((x = obj_get(c, o->u.qp.rcq_h, OBJ_CQ)))
 		x->refs--;
+	if (o->u.qp.srq_h && (x = obj_get(c, o->u.qp.srq_h, OBJ_SRQ)))
+		x->refs--;
 	obj_put(o);
 }
 
 static void client_free(struct fd_api *a, struct client *c, const char *why)
 {
 	struct fd_daemon *d = a->d;
-	uint32_t n[6] = { 0 };
+	uint32_t n[OBJ_TYPES] = { 0 };
 
 	/* QPs first (nothing reads rings or memory after), then what they used */
 	for (uint8_t t = OBJ_QP; t >= OBJ_PD; t--)
@@ -270,13 +290,15 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 			switch (t) {
 			case OBJ_QP: qp_release(a, o); break;
 			case OBJ_LISTENER: fd_cm_unlisten(d->cm, o->u.lst.service); obj_put(o); break;
+			case OBJ_SRQ: srq_release(a, o); break;
 			case OBJ_CQ: cq_release(a, o); break;
 			case OBJ_MR: mr_release(a, o); break;
 			case OBJ_PD: fc_pd_free(fc_node_mrs(d->node), o->u.pd.pd); obj_put(o); break;
 			}
 		}
-	LOG_I("api: client %u (pid %d) %s: released %u QPs, %u CQs, %u MRs, %u PDs, %u listeners",
-	      c->id, (int)c->pid, why, n[OBJ_QP], n[OBJ_CQ], n[OBJ_MR], n[OBJ_PD], n[OBJ_LISTENER]);
+	LOG_I("api: client %u (pid %d) %s: released %u QPs, %u SRQs, %u CQs, %u MRs, %u PDs, "
+	      "%u listeners", c->id, (int)c->pid, why, n[OBJ_QP], n[OBJ_SRQ], n[OBJ_CQ], n[OBJ_MR],
+	      n[OBJ_PD], n[OBJ_LISTENER]);
 	ev_io_stop(d->loop, &c->w);
 	close(c->fd);
 	if (c->pidfd >= 0)
@@ -473,6 +495,55 @@ static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *b
 	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
+/* A shared receive queue whose WRs the client writes into a ring it maps (FC_RING_RQ);
+ * fd_api_prepare takes them as it takes a QP's. */
+static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_srq *m = body;
+	struct fc_rdma *d = fc_node_rdma(c->a->d->node);
+	struct fc_api_create_srq_rep rep = { 0 };
+	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
+	struct fc_rdma_srq_init si = { 0 };
+	size_t bytes;
+	void *ring;
+	int fd, rc;
+
+	if (!pd)
+		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
+	if (!pow2_ok(m->entries, RING_ENTRIES_MAX) || m->max_sge > FC_RING_SGE_MAX)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	bytes = (fc_rdma_ring_bytes(FC_RING_RQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
+	if (!(o = obj_new(c, OBJ_SRQ, &rep.handle)))
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if ((fd = shared_mem("falcon-srq", bytes, &ring)) < 0) {
+		obj_put(o);
+		return reply(c, h, fd, NULL, 0, NULL, 0);
+	}
+	si.pd = pd->u.pd.pd;
+	si.depth = m->entries;
+	si.max_sge = m->max_sge ? m->max_sge : FC_RING_SGE_MAX;
+	if ((rc = fc_rdma_ring_init(ring, bytes, FC_RING_RQ, m->entries)) ||
+	    (rc = fc_rdma_srq_create(d, &si, &o->u.srq.srqn)))
+		goto fail;
+	if ((rc = fc_rdma_srq_attach_ring(d, o->u.srq.srqn, ring, bytes))) {
+		fc_rdma_srq_destroy(d, o->u.srq.srqn);
+		goto fail;
+	}
+	o->u.srq.ring = ring;
+	o->u.srq.bytes = bytes;
+	o->u.srq.pd_h = m->pd;
+	pd->refs++;
+	rep.ring_bytes = bytes;
+	rc = reply(c, h, 0, &rep, sizeof(rep), &fd, 1);
+	close(fd);
+	return rc;
+fail:
+	munmap(ring, bytes);
+	close(fd);
+	obj_put(o);
+	return reply(c, h, rc, NULL, 0, NULL, 0);
+}
+
 static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void *body)
 {
 	const struct fc_api_create_cq *m = body;
@@ -552,12 +623,15 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 {
 	struct obj *pd = obj_get(c, q->pd, OBJ_PD), *scq = obj_get(c, q->send_cq, OBJ_CQ);
 	struct obj *rcq = obj_get(c, q->recv_cq, OBJ_CQ), *o;
+	struct obj *srq = q->srq ? obj_get(c, q->srq, OBJ_SRQ) : NULL;
 	size_t sq_bytes, rq_bytes, rq_off;
 	uint32_t handle;
 	int fd;
 
-	if (!pd || !scq || !rcq)
+	if (!pd || !scq || !rcq || (q->srq && !srq))
 		return -ENOENT;
+	if (srq && srq->u.srq.pd_h != q->pd)
+		return -EINVAL; /* verbs: an SRQ of another PD */
 	if (!pow2_ok(q->sq_entries, RING_ENTRIES_MAX) ||
 	    !pow2_ok(q->rq_entries, RING_ENTRIES_MAX) || q->type != FALCON_QPT_RC ||
 	    q->max_send_sge > FC_RING_SGE_MAX || q->max_recv_sge > FC_RING_SGE_MAX ||
@@ -587,9 +661,12 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	o->u.qp.rcq_h = q->recv_cq;
 	o->u.qp.seq = h->seq;
 	o->u.qp.req_type = h->type;
+	o->u.qp.srq_h = q->srq;
 	pd->refs++;
 	scq->refs++;
 	rcq->refs++;
+	if (srq)
+		srq->refs++;
 	memset(spec, 0, sizeof(*spec));
 	fc_rdma_qp_init_default(&spec->init);
 	spec->init.type = FC_RDMA_QPT_RC;
@@ -607,8 +684,13 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	spec->init.min_rnr_timer = q->min_rnr_timer;
 	spec->sq = o->u.qp.rings;
 	spec->sq_bytes = sq_bytes;
-	spec->rq = (uint8_t *)o->u.qp.rings + rq_off;
-	spec->rq_bytes = rq_bytes;
+	if (srq) { /* receives come from the SRQ: the QP's own receive ring stays unused */
+		spec->init.srq = srq->u.srq.srqn;
+		spec->init.rq_depth = 0;
+	} else {
+		spec->rq = (uint8_t *)o->u.qp.rings + rq_off;
+		spec->rq_bytes = rq_bytes;
+	}
 	c->pending++;
 	*out = o;
 	return 0;
@@ -707,6 +789,14 @@ static int do_destroy(struct client *c, const struct fc_api_hdr *h, uint32_t han
 		else
 			qp_release(a, o);
 		break;
+	case FC_API_DESTROY_SRQ:
+		if (!(o = obj_get(c, handle, OBJ_SRQ)))
+			rc = -ENOENT;
+		else if (o->refs)
+			rc = -EBUSY;
+		else
+			srq_release(a, o);
+		break;
 	}
 	return reply(c, h, rc, NULL, 0, NULL, 0);
 }
@@ -754,6 +844,7 @@ static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsi
 	case FC_API_ALLOC_PD: do_alloc_pd(c, h); break;
 	case FC_API_REG_MR: do_reg_mr(c, h, body, fds, nfds); break;
 	case FC_API_CREATE_CQ: do_create_cq(c, h, body); break;
+	case FC_API_CREATE_SRQ: do_create_srq(c, h, body); break;
 	case FC_API_LISTEN: do_listen(c, h, body); break;
 	case FC_API_CONNECT: do_connect(c, h, body); break;
 	case FC_API_ACCEPT: do_accept(c, h, body); break;
@@ -892,6 +983,24 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 				}
 				continue;
 			}
+			if (o->type == OBJ_SRQ) {
+				struct fc_ring_hdr *rh = o->u.srq.ring;
+
+				__atomic_store_n(&rh->need_wakeup, (uint32_t)going_to_sleep,
+						 __ATOMIC_RELAXED);
+				__atomic_thread_fence(__ATOMIC_SEQ_CST);
+				int rc = fc_rdma_srq_doorbell(d, o->u.srq.srqn);
+
+				if (rc > 0)
+					taken += rc;
+				else if (rc == -EPROTO && !o->refs_broken) {
+					o->refs_broken = 1;
+					a->st.ring_broken++;
+					LOG_W("api: client %u (pid %d) broke the ring of an SRQ: it is "
+					      "not read again", c->id, (int)c->pid);
+				}
+				continue;
+			}
 			if (o->type != OBJ_QP || o->u.qp.state != QP_READY)
 				continue;
 			struct fc_ring_hdr *sq = o->u.qp.rings;
@@ -974,7 +1083,7 @@ size_t fd_api_json_clients(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_init(&j, buf, cap);
 	fd_json_open(&j, NULL, '[');
 	for (const struct client *c = a->clients; c; c = c->next) {
-		uint32_t n[6] = { 0 };
+		uint32_t n[OBJ_TYPES] = { 0 };
 
 		for (uint32_t i = 0; i < c->hiwat; i++)
 			n[c->obj[i].type]++;

@@ -31,7 +31,7 @@
 #define PAGE 4096ull
 #define RING_DEFAULT 128u
 
-enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF };
+enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF, K_SRQ };
 
 /* Every object starts with this: the context's list. */
 struct node {
@@ -82,6 +82,14 @@ struct falcon_listener {
 	uint16_t service;
 };
 
+struct falcon_srq {
+	struct node n;               /* first */
+	void *ring;
+	size_t bytes;
+	struct falcon_pd *pd;
+	uint32_t max_sge, refs;
+};
+
 struct lqp {
 	struct falcon_qp pub;        /* first */
 	struct node n;
@@ -89,6 +97,7 @@ struct lqp {
 	size_t bytes;
 	struct falcon_pd *pd;
 	struct falcon_cq *scq, *rcq;
+	struct falcon_srq *srq;      /* receives from it (rq unused), or NULL */
 	uint32_t max_send_sge, max_recv_sge;
 };
 
@@ -271,6 +280,13 @@ static void free_node(struct node *n)
 
 		munmap(q->rings, q->bytes);
 		free(q);
+		break;
+	}
+	case K_SRQ: {
+		struct falcon_srq *s = (struct falcon_srq *)n;
+
+		munmap(s->ring, s->bytes);
+		free(s);
 		break;
 	}
 	default:
@@ -605,6 +621,13 @@ API int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int ti
 
 /* ---- connections and QPs ---- */
 
+/* The attr's SRQ: attrs of callers built before the field existed are shorter. */
+static struct falcon_srq *qp_srq(const struct falcon_qp_init_attr *a)
+{
+	return a->size >= offsetof(struct falcon_qp_init_attr, srq) + sizeof(a->srq) ? a->srq
+										    : NULL;
+}
+
 static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 		   struct fc_api_qp_attr *q)
 {
@@ -614,7 +637,8 @@ static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 	    a->max_send_wr > FC_RING_ENTRIES_MAX || a->max_recv_wr > FC_RING_ENTRIES_MAX ||
 	    a->ordering > FALCON_ORDER_WEAK || a->err_mode > FALCON_ERR_CIE || a->rnr_retry > 7 ||
 	    a->min_rnr_timer > 31 ||
-	    a->send_cq->n.ctx != pd->n.ctx || a->recv_cq->n.ctx != pd->n.ctx)
+	    a->send_cq->n.ctx != pd->n.ctx || a->recv_cq->n.ctx != pd->n.ctx ||
+	    (qp_srq(a) && qp_srq(a)->pd != pd))
 		return -EINVAL;
 	*q = (struct fc_api_qp_attr){
 		.pd = pd->n.handle, .send_cq = a->send_cq->n.handle, .recv_cq = a->recv_cq->n.handle,
@@ -627,6 +651,7 @@ static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 		.err_mode = (uint8_t)a->err_mode,
 		.rnr_retry = (a->flags & FALCON_QP_RNR_RETRY_SET) ? a->rnr_retry : 7,
 		.min_rnr_timer = a->min_rnr_timer ? a->min_rnr_timer : 1,
+		.srq = qp_srq(a) ? qp_srq(a)->n.handle : 0,
 	};
 	return 0;
 }
@@ -669,11 +694,14 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 	qp->pd = pd;
 	qp->scq = a->send_cq;
 	qp->rcq = a->recv_cq;
+	qp->srq = qp_srq(a);
 	qp->max_send_sge = q->max_send_sge;
 	qp->max_recv_sge = q->max_recv_sge;
 	pd->refs++;
 	qp->scq->refs++;
 	qp->rcq->refs++;
+	if (qp->srq)
+		qp->srq->refs++;
 	link_node(pd->n.ctx, &qp->n, K_QP, rep->handle);
 	return &qp->pub;
 }
@@ -811,13 +839,15 @@ API int falcon_destroy_qp(struct falcon_qp *pub)
 	qp->pd->refs--;
 	qp->scq->refs--;
 	qp->rcq->refs--;
+	if (qp->srq)
+		qp->srq->refs--;
 	free_node(&qp->n);
 	return 0;
 }
 
 /* ---- work requests ---- */
 
-static void doorbell(struct lqp *qp, void *ring)
+static void doorbell(struct falcon_context *ctx, void *ring)
 {
 	struct fc_ring_hdr *h = ring;
 	uint64_t one = 1;
@@ -825,7 +855,7 @@ static void doorbell(struct lqp *qp, void *ring)
 	/* pairs with the daemon's fence between setting need_wakeup and reading prod */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED))
-		(void)!write(qp->n.ctx->db_fd, &one, sizeof(one));
+		(void)!write(ctx->db_fd, &one, sizeof(one));
 }
 
 API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
@@ -866,7 +896,45 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 	}
 	if (n) {
 		fc_ring_produce(qp->sq, n);
-		doorbell(qp, qp->sq);
+		doorbell(qp->n.ctx, qp->sq);
+	}
+	if (rc) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return fail(rc);
+	}
+	return 0;
+}
+
+/* Receive WRs into a receive ring (a QP's or an SRQ's), then the doorbell if the daemon
+ * sleeps. 0, or -EINVAL / -ENOMEM with *bad_wr at the first WR not posted. */
+static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t max_sge,
+			  struct falcon_recv_wr *wr, struct falcon_recv_wr **bad_wr)
+{
+	uint32_t n = 0, space = fc_ring_space(ring);
+	int rc = 0;
+
+	for (; wr; wr = wr->next, n++) {
+		struct fc_ring_recv_wr *e;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			rc = -EINVAL;
+			break;
+		}
+		if (n == space) {
+			rc = -ENOMEM;
+			break;
+		}
+		e = fc_ring_entry(ring, ((struct fc_ring_hdr *)ring)->prod + n);
+		*e = (struct fc_ring_recv_wr){ .wr_id = wr->wr_id, .num_sge = (uint32_t)wr->num_sge };
+		for (int i = 0; i < wr->num_sge; i++)
+			e->sgl[i] = (struct fc_ring_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
+							  wr->sg_list[i].lkey };
+	}
+	if (n) {
+		fc_ring_produce(ring, n);
+		doorbell(ctx, ring);
 	}
 	if (rc) {
 		if (bad_wr)
@@ -880,40 +948,77 @@ API int falcon_post_recv(struct falcon_qp *pub, struct falcon_recv_wr *wr,
 			 struct falcon_recv_wr **bad_wr)
 {
 	struct lqp *qp = (struct lqp *)pub;
-	uint32_t n = 0, space;
-	int rc = 0;
 
-	if (!pub)
+	if (!pub || qp->srq) /* verbs: a QP with an SRQ takes no receives of its own */
 		return fail(-EINVAL);
-	space = fc_ring_space(qp->rq);
-	for (; wr; wr = wr->next, n++) {
-		struct fc_ring_recv_wr *e;
+	return ring_post_recv(qp->n.ctx, qp->rq, qp->max_recv_sge, wr, bad_wr);
+}
 
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge ||
-		    (wr->num_sge && !wr->sg_list)) {
-			rc = -EINVAL;
-			break;
-		}
-		if (n == space) {
-			rc = -ENOMEM;
-			break;
-		}
-		e = fc_ring_entry(qp->rq, ((struct fc_ring_hdr *)qp->rq)->prod + n);
-		*e = (struct fc_ring_recv_wr){ .wr_id = wr->wr_id, .num_sge = (uint32_t)wr->num_sge };
-		for (int i = 0; i < wr->num_sge; i++)
-			e->sgl[i] = (struct fc_ring_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
-							  wr->sg_list[i].lkey };
+/* ---- shared receive queues ---- */
+
+API struct falcon_srq *falcon_create_srq(struct falcon_pd *pd,
+					 const struct falcon_srq_init_attr *attr)
+{
+	struct fc_api_create_srq m;
+	struct fc_api_create_srq_rep rep;
+	struct falcon_srq *srq;
+	int fd, rc;
+
+	if (!pd || !attr || attr->size < sizeof(*attr) || attr->max_wr > FC_RING_ENTRIES_MAX ||
+	    attr->max_sge > FC_RING_SGE_MAX)
+		return fail_null(-EINVAL);
+	m = (struct fc_api_create_srq){ .pd = pd->n.handle,
+					.entries = pow2_up(attr->max_wr, RING_DEFAULT),
+					.max_sge = attr->max_sge ? attr->max_sge : FC_RING_SGE_MAX };
+	if (!(srq = calloc(1, sizeof(*srq))))
+		return fail_null(-ENOMEM);
+	rc = rpc(pd->n.ctx, FC_API_CREATE_SRQ, &m, sizeof(m), -1, &rep, sizeof(rep), &fd, 1);
+	if (!rc && fd < 0)
+		rc = -EPROTO;
+	if (!rc) {
+		srq->ring = mmap(NULL, rep.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (srq->ring == MAP_FAILED)
+			rc = -errno;
+		else if (fc_ring_check(srq->ring, rep.ring_bytes, FC_RING_RQ))
+			rc = -EPROTO;
 	}
-	if (n) {
-		fc_ring_produce(qp->rq, n);
-		doorbell(qp, qp->rq);
-	}
+	if (fd >= 0)
+		close(fd);
 	if (rc) {
-		if (bad_wr)
-			*bad_wr = wr;
-		return fail(rc);
+		if (srq->ring && srq->ring != MAP_FAILED)
+			munmap(srq->ring, rep.ring_bytes);
+		free(srq);
+		return fail_null(rc);
 	}
+	srq->bytes = rep.ring_bytes;
+	srq->pd = pd;
+	srq->max_sge = m.max_sge;
+	pd->refs++;
+	link_node(pd->n.ctx, &srq->n, K_SRQ, rep.handle);
+	return srq;
+}
+
+API int falcon_destroy_srq(struct falcon_srq *srq)
+{
+	int rc;
+
+	if (!srq)
+		return fail(-EINVAL);
+	if (srq->refs)
+		return fail(-EBUSY);
+	if ((rc = destroy(&srq->n, FC_API_DESTROY_SRQ)) && rc != -ENOTCONN)
+		return fail(rc);
+	srq->pd->refs--;
+	free_node(&srq->n);
 	return 0;
+}
+
+API int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
+			     struct falcon_recv_wr **bad_wr)
+{
+	if (!srq)
+		return fail(-EINVAL);
+	return ring_post_recv(srq->n.ctx, srq->ring, srq->max_sge, wr, bad_wr);
 }
 
 /* ---- names ---- */

@@ -462,6 +462,16 @@ int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq
  * Returns the number taken, -ENOENT (no such QP), -EINVAL (no ring attached), -EPROTO
  * (a broken ring, see above). */
 int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns);
+/* An SRQ's receive WRs come from ring (FC_RING_RQ) from now on (fc_rdma_post_srq_recv
+ * still works beside it). Returns 0, -ENOENT (no such SRQ), -EINVAL (bad ring, a ring
+ * already attached). */
+int fc_rdma_srq_attach_ring(struct fc_rdma *d, uint32_t srqn, void *ring, size_t bytes);
+/* Take the SRQ's published receive WRs while it has room. A WR the post checks refuse
+ * belongs to no QP yet, so it has no CQ to complete in: it is dropped and counted
+ * (ring_bad_wr). Returns the number taken (refused ones included), -ENOENT, -EINVAL (no
+ * ring), -EPROTO (the producer index went wild: the ring is not read again, counted in
+ * ring_broken; QPs using the SRQ go on with what it holds). */
+int fc_rdma_srq_doorbell(struct fc_rdma *d, uint32_t srqn);
 
 /* ---- inspection ---- */
 

@@ -146,8 +146,11 @@ struct cq {
 struct srq {
 	uint32_t num, gen, nref;
 	uint8_t used;
+	uint8_t ubroken;        /* its ring's producer went wild: not read again */
 	uint32_t pd, xrcd, cq;
 	struct rq rq;
+	void *uring;            /* receive WRs in caller memory (rdma_ring.c), or NULL */
+	uint32_t umask, ucons;
 };
 
 struct ah {

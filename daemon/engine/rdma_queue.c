@@ -198,6 +198,8 @@ int fc_rdma_srq_create(struct fc_rdma *d, const struct fc_rdma_srq_init *a, uint
 	s->num = num_make(&s->gen, d->srq_bits, (uint32_t)(s - d->srq));
 	s->used = 1;
 	s->nref = 0;
+	s->uring = NULL; /* a reused slot forgets its last ring */
+	s->ubroken = 0;
 	s->pd = a->pd;
 	s->xrcd = a->xrcd;
 	s->cq = a->xrcd ? a->cq : 0;

@@ -257,3 +257,61 @@ int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns)
 	}
 	return n;
 }
+
+int fc_rdma_srq_attach_ring(struct fc_rdma *d, uint32_t srqn, void *ring, size_t bytes)
+{
+	struct srq *s = srq_get(d, srqn);
+
+	if (!s)
+		return -ENOENT;
+	if (s->uring || fc_ring_check(ring, bytes, FC_RING_RQ))
+		return -EINVAL;
+	s->uring = ring;
+	s->umask = ((struct fc_ring_hdr *)ring)->entries - 1;
+	s->ucons = ((struct fc_ring_hdr *)ring)->cons;
+	s->ubroken = 0;
+	return 0;
+}
+
+int fc_rdma_srq_doorbell(struct fc_rdma *d, uint32_t srqn)
+{
+	struct srq *s = srq_get(d, srqn);
+	struct fc_ring_hdr *h;
+	int64_t avail;
+	int n = 0;
+
+	if (!s)
+		return -ENOENT;
+	if (!s->uring)
+		return -EINVAL;
+	if (s->ubroken)
+		return -EPROTO;
+	h = s->uring;
+	avail = ring_avail(s->uring, s->umask, s->ucons);
+	if (avail < 0) {
+		s->ubroken = 1;
+		d->cnt.ring_broken++;
+		return -EPROTO;
+	}
+	for (; avail > 0 && s->rq.tail - s->rq.head < s->rq.depth; avail--, n++) {
+		const volatile struct fc_ring_recv_wr *e =
+			entry_at(s->uring, s->umask, s->ucons, sizeof(*e));
+		struct fc_sge sge[FC_RING_SGE_MAX];
+		struct fc_rdma_recv_wr wr = { .wr_id = e->wr_id, .num_sge = e->num_sge, .sgl = sge };
+		int rc = -EINVAL;
+
+		if (wr.num_sge <= FC_RING_SGE_MAX) {
+			for (uint32_t i = 0; i < wr.num_sge; i++)
+				sge[i] = (struct fc_sge){ .addr = e->sgl[i].addr,
+							  .len = e->sgl[i].len,
+							  .lkey = e->sgl[i].lkey };
+			rc = rdma_rq_post(&s->rq, &wr);
+		}
+		if (rc == -EAGAIN)
+			break; /* cannot happen: room was checked */
+		if (rc)
+			d->cnt.ring_bad_wr++;
+		store_idx(&h->cons, ++s->ucons);
+	}
+	return n;
+}

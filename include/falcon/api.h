@@ -27,7 +27,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define FC_API_VERSION 1u
+#define FC_API_VERSION 2u     /* 2: SRQs (the QP attr names one) */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
 
@@ -44,6 +44,8 @@ enum fc_api_type {
 	FC_API_CONNECT,        /* reply fd: rings memfd */
 	FC_API_ACCEPT,         /* reply fd: rings memfd */
 	FC_API_DESTROY_QP,
+	FC_API_CREATE_SRQ,     /* reply fd: the receive ring's memfd */
+	FC_API_DESTROY_SRQ,
 	FC_API_TYPE_END
 };
 
@@ -112,6 +114,22 @@ struct fc_api_qp_attr {
 	uint32_t max_send_sge, max_recv_sge, max_inflight;
 	uint8_t type, ordering, rnr_retry, min_rnr_timer;
 	uint8_t err_mode, pad[3];
+	uint32_t srq;          /* an SRQ handle: receives come from it (rq_entries unused);
+				  0: the QP's own receive ring */
+	uint32_t pad2;
+};
+
+/* CREATE_SRQ: a shared receive queue in pd, its WRs in a ring (FC_RING_RQ) of entries. */
+struct fc_api_create_srq {
+	uint32_t pd;
+	uint32_t entries;      /* a power of 2 */
+	uint32_t max_sge;      /* <= FC_RING_SGE_MAX (0: that) */
+	uint32_t pad;
+};
+struct fc_api_create_srq_rep {
+	uint32_t handle;
+	uint32_t pad;
+	uint64_t ring_bytes;
 };
 
 struct fc_api_connect {
@@ -138,9 +156,11 @@ struct fc_api_qp_rep {
 
 _Static_assert(sizeof(struct fc_api_hdr) == 24, "api header");
 _Static_assert(sizeof(struct fc_api_reg_mr) == 32, "reg_mr");
-_Static_assert(sizeof(struct fc_api_qp_attr) == 40, "qp attr");
-_Static_assert(sizeof(struct fc_api_connect) == 76, "connect");
-_Static_assert(sizeof(struct fc_api_accept) == 48, "accept");
+_Static_assert(sizeof(struct fc_api_qp_attr) == 48, "qp attr");
+_Static_assert(sizeof(struct fc_api_connect) == 84, "connect");
+_Static_assert(sizeof(struct fc_api_accept) == 56, "accept");
+_Static_assert(sizeof(struct fc_api_create_srq) == 16, "create_srq");
+_Static_assert(sizeof(struct fc_api_create_srq_rep) == 16, "create_srq reply");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
 
 /* Body size of a request of type t (0 for an unknown type). */
@@ -153,7 +173,9 @@ static inline uint32_t fc_api_req_body(uint16_t t)
 	case FC_API_DEREG_MR:
 	case FC_API_DESTROY_CQ:
 	case FC_API_CLOSE_LISTENER:
-	case FC_API_DESTROY_QP: return sizeof(struct fc_api_handle);
+	case FC_API_DESTROY_QP:
+	case FC_API_DESTROY_SRQ: return sizeof(struct fc_api_handle);
+	case FC_API_CREATE_SRQ: return sizeof(struct fc_api_create_srq);
 	case FC_API_REG_MR: return sizeof(struct fc_api_reg_mr);
 	case FC_API_CREATE_CQ: return sizeof(struct fc_api_create_cq);
 	case FC_API_LISTEN: return sizeof(struct fc_api_listen);

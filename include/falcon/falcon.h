@@ -48,6 +48,8 @@ struct falcon_context;
 struct falcon_pd;
 struct falcon_cq;
 struct falcon_listener;
+struct falcon_srq;
+struct falcon_recv_wr;
 
 /* A registered region. */
 struct falcon_mr {
@@ -206,6 +208,9 @@ struct falcon_qp_init_attr {
 				      wanted: set FALCON_QP_RNR_RETRY_SET in flags) */
 	uint8_t min_rnr_timer;     /* 5-bit IB RNR timer code (0: 1 = 10 us) */
 	uint16_t flags;            /* FALCON_QP_* */
+	struct falcon_srq *srq;    /* receives come from this SRQ (of the same PD); the QP
+				      takes none of its own: max_recv_wr is unused and
+				      falcon_post_recv on it is -EINVAL. NULL: its own */
 };
 
 #define FALCON_QP_RNR_RETRY_SET 0x1u /* use rnr_retry as given (else 7) */
@@ -234,6 +239,26 @@ int falcon_listener_close(struct falcon_listener *l);
 /* Disconnect (the peer's QP goes to the error state) and free the QP. Its work requests
  * still outstanding complete into nothing. */
 int falcon_destroy_qp(struct falcon_qp *qp);
+
+/* ---- shared receive queues ---- */
+
+struct falcon_srq_init_attr {
+	size_t size;               /* sizeof(struct falcon_srq_init_attr) */
+	uint32_t max_wr;           /* receive WRs it holds (rounded up to a power of 2;
+				      0: 128; at most 4096) */
+	uint32_t max_sge;          /* <= 4 (0: 4) */
+};
+
+/* A shared receive queue in pd: QPs created with it in their attr (srq) take SENDs into
+ * its WRs, in the order they were posted, whichever QP the message came on. NULL and
+ * errno: EINVAL (bad attr), ENOSPC, ENOMEM, ENOTCONN. */
+struct falcon_srq *falcon_create_srq(struct falcon_pd *pd,
+				     const struct falcon_srq_init_attr *attr);
+/* -EBUSY while a QP uses it. */
+int falcon_destroy_srq(struct falcon_srq *srq);
+/* As falcon_post_recv, into the SRQ's ring. */
+int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
+			 struct falcon_recv_wr **bad_wr);
 
 /* ---- work requests ---- */
 

@@ -158,7 +158,7 @@ static void handles(void)
 	struct fc_api_create_cq cqm = { .entries = 16 };
 	static const uint16_t destroy_types[] = { FC_API_DEALLOC_PD, FC_API_DEREG_MR,
 						  FC_API_DESTROY_CQ, FC_API_CLOSE_LISTENER,
-						  FC_API_DESTROY_QP };
+						  FC_API_DESTROY_QP, FC_API_DESTROY_SRQ };
 	unsigned refused = 0, tries = 0;
 
 	EXPECT(hello(x) == 0 && hello(y) == 0, "hello");
@@ -168,6 +168,11 @@ static void handles(void)
 	EXPECT(request(x, FC_API_REG_MR, &rm, sizeof(rm), mfd, &mr, sizeof(mr)) == 0, "X reg_mr");
 	EXPECT(request(x, FC_API_CREATE_CQ, &cqm, sizeof(cqm), -1, &cq, sizeof(cq)) == 0,
 	       "X create_cq");
+	struct fc_api_create_srq sm = { .pd = pd.handle, .entries = 16 };
+	struct fc_api_create_srq_rep srq;
+
+	EXPECT(request(x, FC_API_CREATE_SRQ, &sm, sizeof(sm), -1, &srq, sizeof(srq)) == 0,
+	       "X create_srq");
 	(void)cq_rep;
 	/* Y guesses: every slot, the first generations */
 	for (uint32_t gen = 0; gen <= 4; gen++)
@@ -184,6 +189,10 @@ static void handles(void)
 
 			tries++;
 			refused += request(y, FC_API_REG_MR, &g, sizeof(g), mfd, NULL, 0) == -ENOENT;
+			struct fc_api_create_srq gs = { .pd = h.handle, .entries = 16 };
+
+			tries++;
+			refused += request(y, FC_API_CREATE_SRQ, &gs, sizeof(gs), -1, NULL, 0) == -ENOENT;
 		}
 	EXPECT(refused == tries, "Y reached X's objects: %u of %u guesses not refused ENOENT",
 	       tries - refused, tries);
@@ -194,6 +203,11 @@ static void handles(void)
 
 	EXPECT(request(x, FC_API_DEREG_MR, &mh, sizeof(mh), -1, NULL, 0) == 0, "X dereg_mr");
 	EXPECT(request(x, FC_API_DESTROY_CQ, &ch, sizeof(ch), -1, NULL, 0) == 0, "X destroy_cq");
+	struct fc_api_handle sh = { .handle = srq.handle };
+
+	EXPECT(request(x, FC_API_DEALLOC_PD, &pd, sizeof(pd), -1, NULL, 0) == -EBUSY,
+	       "X's PD lost its SRQ");
+	EXPECT(request(x, FC_API_DESTROY_SRQ, &sh, sizeof(sh), -1, NULL, 0) == 0, "X destroy_srq");
 	EXPECT(request(x, FC_API_DEALLOC_PD, &pd, sizeof(pd), -1, NULL, 0) == 0, "X dealloc_pd");
 	close(x);
 	close(y);

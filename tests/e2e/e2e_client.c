@@ -11,6 +11,10 @@
  *   e2e_client steady SOCK_A SOCK_B CM_B SEC  WRITE + READ verified for SEC seconds
  *   e2e_client connects SOCK_A SOCK_B CM_B N  N connections set up, used once (a WRITE
  *                                             checked) and torn down, one after another
+ *   e2e_client srq SOCK_A SOCK_B CM_B         two QPs on B share one SRQ: SENDs from both
+ *                                             land in its WRs in posting order, each
+ *                                             checked; the SRQ's rules (no own receives,
+ *                                             busy while used)
  *   e2e_client flows SOCK_A SOCK_B CM_B       the spec's flows (RDMA spec 6.6): multi-MTU
  *                                             READ / WRITE (the daemons reorder), push RNR
  *                                             (SEND before the receive is posted), CIE
@@ -83,8 +87,10 @@ struct side {
 	struct falcon_cq *cq;
 	struct falcon_mr *mr, *inv_mr;
 	uint8_t *buf;
+	int buf_malloced;      /* E2E_ANYMEM: ours to free */
 	struct falcon_qp *qp;
 	struct falcon_listener *l;
+	struct falcon_srq *srq; /* given: the QPs this side accepts receive from it */
 	uint8_t seen[MAX_WR];  /* completions per wr_id */
 };
 
@@ -97,8 +103,10 @@ static void side_open(struct side *s, const char *sock)
 		die(sock);
 	/* E2E_ANYMEM: plain process memory, which the daemons reach by copy
 	 * (process_vm_readv/writev) instead of mapping a buffer of falcon_alloc_buf */
-	if (getenv("E2E_ANYMEM") && (s->buf = aligned_alloc(4096, BUF_BYTES + 65536)))
+	if (getenv("E2E_ANYMEM") && (s->buf = aligned_alloc(4096, BUF_BYTES + 65536))) {
 		memset(s->buf, 0, BUF_BYTES + 65536);
+		s->buf_malloced = 1;
+	}
 	if (!(s->pd = falcon_alloc_pd(s->ctx)) || !(s->cq = falcon_create_cq(s->ctx, 4096)) ||
 	    (!s->buf && !(s->buf = falcon_alloc_buf(s->ctx, BUF_BYTES + 65536))) ||
 	    !(s->mr = falcon_reg_mr(s->pd, s->buf, BUF_BYTES, all)) ||
@@ -114,7 +122,7 @@ static struct falcon_qp_init_attr attr_of(struct side *s)
 	return (struct falcon_qp_init_attr){ .size = sizeof(struct falcon_qp_init_attr),
 					     .send_cq = s->cq, .recv_cq = s->cq,
 					     .max_send_wr = 1024, .max_recv_wr = 1024,
-					     .err_mode = err_mode };
+					     .err_mode = err_mode, .srq = s->srq };
 }
 
 static void *acceptor(void *arg)
@@ -203,6 +211,110 @@ static void fill(uint8_t *p, size_t n)
 
 		memcpy(p + i, &v, n - i < 8 ? n - i : 8);
 	}
+}
+
+/* ---- a shared receive queue ---- */
+
+#define SRQ_MSGS 200u
+#define SRQ_SLOT 256u
+
+static void srq_test(struct side *a, struct side *b, const char *cm_b)
+{
+	struct falcon_srq_init_attr sa = { .size = sizeof(sa), .max_wr = 512 };
+	struct side a2 = *a, b2 = *b;
+	struct falcon_recv_wr rw, *bad;
+	struct falcon_sge rs;
+	uint32_t got[2] = { 0, 0 }, next_slot = 0;
+	struct falcon_wc wc[32];
+	uint64_t t0 = now_ns();
+
+	/* the first pair was connected without an SRQ: this test makes its own two */
+	if (!(b->srq = falcon_create_srq(b->pd, &sa)))
+		die("create_srq");
+	b2.srq = b->srq;
+	service++;
+	connect_pair(&a2, &b2, cm_b);
+	struct side a3 = *a, b3 = b2;
+
+	service++;
+	connect_pair(&a3, &b3, cm_b);
+	/* SRQ rules, as verbs: no receives of the QP's own, busy while a QP uses it */
+	rs = (struct falcon_sge){ (uint64_t)(uintptr_t)b->buf, 64, b->mr->lkey };
+	rw = (struct falcon_recv_wr){ .wr_id = 1, .sg_list = &rs, .num_sge = 1 };
+	CHECK(falcon_post_recv(b2.qp, &rw, &bad) == -EINVAL, "a QP with an SRQ took a receive");
+	CHECK(falcon_destroy_srq(b->srq) == -EBUSY, "an SRQ in use was destroyed");
+	/* SRQ_MSGS receives, slot i of B's buffer for WR i */
+	for (uint32_t i = 0; i < SRQ_MSGS; i++) {
+		rs = (struct falcon_sge){ (uint64_t)(uintptr_t)(b->buf + i * SRQ_SLOT), SRQ_SLOT,
+					  b->mr->lkey };
+		rw = (struct falcon_recv_wr){ .wr_id = i, .sg_list = &rs, .num_sge = 1 };
+		if (falcon_post_srq_recv(b->srq, &rw, &bad))
+			die("post_srq_recv");
+	}
+	/* SENDs alternately on both QPs: "qp Q msg N" and a pattern, sizes 1..SRQ_SLOT */
+	for (uint32_t i = 0; i < SRQ_MSGS; i++) {
+		struct side *from = i & 1 ? &a3 : &a2;
+		uint8_t *src = a->buf + i * SRQ_SLOT;
+		uint32_t len = 16 + i % (SRQ_SLOT - 16);
+		struct falcon_sge ss = { (uint64_t)(uintptr_t)src, len, a->mr->lkey };
+		struct falcon_send_wr sw = { .wr_id = i, .sg_list = &ss, .num_sge = 1,
+					     .opcode = FALCON_WR_SEND };
+
+		memset(src, (int)(i * 5 + 3), len);
+		memcpy(src, &i, sizeof(i));
+		memcpy(src + 4, &len, sizeof(len));
+		post(from, &sw);
+	}
+	/* B: every message in an SRQ WR, in posting order of the WRs, from the QP it was
+	 * sent on, intact; A: every SEND completed */
+	while (got[1] < SRQ_MSGS && now_ns() - t0 < (uint64_t)WAIT_MS * 1000000ull) {
+		int k = falcon_wait_cq(b->cq, 32, wc, 200);
+
+		for (int j = 0; j < k; j++) {
+			uint32_t idx, len;
+			const uint8_t *slot = b->buf + wc[j].wr_id * SRQ_SLOT;
+
+			CHECK(wc[j].status == FALCON_WC_SUCCESS && wc[j].opcode == FALCON_WC_RECV,
+			      "srq: completion %s", falcon_wc_status_str(wc[j].status));
+			CHECK(wc[j].wr_id == next_slot, "srq: WR %" PRIu64 " before WR %u",
+			      wc[j].wr_id, next_slot);
+			next_slot++;
+			memcpy(&idx, slot, 4);
+			memcpy(&len, slot + 4, 4);
+			CHECK(idx < SRQ_MSGS && len == wc[j].byte_len && len == 16 + idx % (SRQ_SLOT - 16),
+			      "srq: message %u of %u bytes in WR %" PRIu64, idx, wc[j].byte_len,
+			      wc[j].wr_id);
+			if (idx >= SRQ_MSGS || len > SRQ_SLOT)
+				continue;
+			CHECK(wc[j].qp_num == (idx & 1 ? b3.qp->qp_num : b2.qp->qp_num),
+			      "srq: message %u reported on QP %u", idx, wc[j].qp_num);
+			for (uint32_t x = 8; x < len; x++)
+				if (slot[x] != (uint8_t)(idx * 5 + 3)) {
+					CHECK(0, "srq: message %u corrupt at byte %u", idx, x);
+					break;
+				}
+		}
+		got[1] += k > 0 ? (uint32_t)k : 0;
+	}
+	CHECK(got[1] == SRQ_MSGS, "srq: %u of %u messages arrived", got[1], SRQ_MSGS);
+	while (got[0] < SRQ_MSGS && now_ns() - t0 < (uint64_t)WAIT_MS * 1000000ull) {
+		int k = falcon_wait_cq(a->cq, 32, wc, 200);
+
+		for (int j = 0; j < k; j++)
+			CHECK(wc[j].status == FALCON_WC_SUCCESS, "srq: SEND %" PRIu64 " %s",
+			      wc[j].wr_id, falcon_wc_status_str(wc[j].status));
+		got[0] += k > 0 ? (uint32_t)k : 0;
+	}
+	CHECK(got[0] == SRQ_MSGS, "srq: %u of %u SENDs completed", got[0], SRQ_MSGS);
+	falcon_destroy_qp(a2.qp);
+	falcon_destroy_qp(a3.qp);
+	falcon_destroy_qp(b2.qp);
+	falcon_destroy_qp(b3.qp);
+	CHECK(falcon_destroy_srq(b->srq) == 0, "the SRQ could not be destroyed after its QPs");
+	b->srq = NULL;
+	falcon_listener_close(b2.l);
+	falcon_listener_close(b3.l);
+	printf("srq: %u SENDs on 2 QPs into one SRQ, %d failures\n", SRQ_MSGS, failures);
 }
 
 /* ---- matrix ---- */
@@ -546,6 +658,8 @@ int main(int argc, char **argv)
 		}
 		printf("connects: %d connections set up, used and torn down, %d failures\n", n,
 		       failures);
+	} else if (!strcmp(mode, "srq")) {
+		srq_test(&a, &b, argv[4]);
 	} else if (!strcmp(mode, "flows")) {
 		flows(&a, &b, argv[4]);
 	} else if (!strcmp(mode, "victim")) {
@@ -560,5 +674,9 @@ int main(int argc, char **argv)
 	falcon_destroy_qp(b.qp);
 	falcon_close(a.ctx);
 	falcon_close(b.ctx);
+	if (a.buf_malloced)
+		free(a.buf);
+	if (b.buf_malloced)
+		free(b.buf);
 	return failures ? 1 : 0;
 }

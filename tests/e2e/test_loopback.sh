@@ -12,6 +12,8 @@ td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
 e2e_check "demo: every operation verified" "$BUILD/examples/demo" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" --quick
 e2e_check "opcode x size matrix (1 B .. 1 MiB)" "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
 
+E2E_SERVICE=5020 e2e_check "a shared receive queue: SENDs of two QPs land in one SRQ" "$E2E_BIN/e2e_client" srq "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
+
 # memory not from falcon_alloc_buf (malloc): the daemons reach it by copy
 out=$(E2E_ANYMEM=1 E2E_SERVICE=5010 "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 2>&1)
 rc=$?
