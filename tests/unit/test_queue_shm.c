@@ -519,6 +519,57 @@ static void test_hostile_index(void **state)
 	assert_int_equal(fc_rdma_counters(A->d)->ring_broken, 1);
 }
 
+/* An SRQ's receive ring: attach checks, a WR the engine refuses is dropped and counted
+ * (it belongs to no QP yet, so no CQ can carry its error) while the good ones around it
+ * are taken, and a producer index more than a ring ahead stops the ring for good. */
+static void test_srq_ring(void **state)
+{
+	struct fc_rdma_srq_init si = { .pd = A->pd, .depth = 8, .max_sge = 2 };
+	void *ring = shm + L.rq;
+	struct fc_ring_hdr *h = ring;
+	uint32_t srqn;
+
+	(void)state;
+	assert_int_equal(fc_rdma_ring_init(ring, L.scq - L.rq, FC_RING_RQ, RING), 0);
+	assert_int_equal(fc_rdma_srq_create(A->d, &si, &srqn), 0);
+	assert_int_equal(fc_rdma_srq_doorbell(A->d, srqn), -EINVAL); /* nothing attached */
+	assert_int_equal(fc_rdma_srq_doorbell(A->d, 0x777), -ENOENT);
+	assert_int_equal(fc_rdma_srq_attach_ring(A->d, 0x777, ring, L.scq - L.rq), -ENOENT);
+	assert_int_equal(fc_rdma_srq_attach_ring(A->d, srqn, shm + L.sq, L.rq - L.sq), -EINVAL);
+	assert_int_equal(fc_rdma_srq_attach_ring(A->d, srqn, ring, L.scq - L.rq), 0);
+	assert_int_equal(fc_rdma_srq_attach_ring(A->d, srqn, ring, L.scq - L.rq), -EINVAL);
+	/* good, too many SGEs (max_sge 2), good */
+	for (uint32_t i = 0; i < 3; i++) {
+		struct fc_ring_recv_wr *e = fc_ring_entry(ring, i);
+
+		*e = (struct fc_ring_recv_wr){ .wr_id = 10 + i, .num_sge = i == 1 ? 3 : 1 };
+		for (uint32_t g = 0; g < e->num_sge; g++)
+			e->sgl[g] = (struct fc_ring_sge){ IOVA + i * SLOT, SLOT, A->k.lkey };
+	}
+	fc_ring_produce(ring, 3);
+	assert_int_equal(fc_rdma_srq_doorbell(A->d, srqn), 3);
+	assert_int_equal(h->cons, 3);
+	assert_int_equal(fc_rdma_counters(A->d)->ring_bad_wr, 1);
+	/* 7 more fill the SRQ (depth 8 with 2 taken): the rest wait for room */
+	for (uint32_t i = 3; i < 10; i++) {
+		struct fc_ring_recv_wr *e = fc_ring_entry(ring, i);
+
+		*e = (struct fc_ring_recv_wr){ .wr_id = 10 + i, .num_sge = 1 };
+		e->sgl[0] = (struct fc_ring_sge){ IOVA + i * SLOT, SLOT, A->k.lkey };
+	}
+	fc_ring_produce(ring, 7);
+	assert_int_equal(fc_rdma_srq_doorbell(A->d, srqn), 6);
+	assert_int_equal(h->cons, 9);
+	assert_int_equal(fc_rdma_srq_doorbell(A->d, srqn), 0);
+	/* a wild producer index: the ring is not read again */
+	__atomic_store_n(&h->prod, h->cons + RING + 1, __ATOMIC_RELEASE);
+	assert_int_equal(fc_rdma_srq_doorbell(A->d, srqn), -EPROTO);
+	assert_int_equal(fc_rdma_srq_doorbell(A->d, srqn), -EPROTO);
+	assert_int_equal(h->cons, 9);
+	assert_int_equal(fc_rdma_counters(A->d)->ring_broken, 1);
+	assert_int_equal(fc_rdma_srq_destroy(A->d, srqn), 0);
+}
+
 /* A CQ ring the client does not drain overflows as an engine CQ does. */
 static void test_cq_ring_full(void **state)
 {
@@ -548,6 +599,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_attach_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_wrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_srq_ring, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cq_ring_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
 	};
