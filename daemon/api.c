@@ -1154,6 +1154,7 @@ size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap)
 			fd_json_kv(&j, "lkey", "\"%#x\"", o->u.mr.k.lkey);
 			fd_json_kv(&j, "rkey", "\"%#x\"", o->u.mr.k.rkey);
 			fd_json_kv(&j, "access", "\"%#x\"", o->u.mr.access);
+			fd_json_kv(&j, "by_copy", "%s", o->u.mr.map ? "false" : "true");
 			fd_json_close(&j, '}');
 		}
 	fd_json_close(&j, ']');

@@ -192,6 +192,20 @@ static int take_sq(struct fc_rdma *d, uint32_t qpn, struct qp *q, uint64_t now_n
 	return n;
 }
 
+/* A ring receive entry into the engine's WR form, read once (sge: FC_RING_SGE_MAX room).
+ * -EINVAL when it names more SGEs than a ring entry holds. */
+static int ring_recv_wr(const volatile struct fc_ring_recv_wr *e, struct fc_sge *sge,
+			struct fc_rdma_recv_wr *wr)
+{
+	*wr = (struct fc_rdma_recv_wr){ .wr_id = e->wr_id, .num_sge = e->num_sge, .sgl = sge };
+	if (wr->num_sge > FC_RING_SGE_MAX)
+		return -EINVAL;
+	for (uint32_t i = 0; i < wr->num_sge; i++)
+		sge[i] = (struct fc_sge){ .addr = e->sgl[i].addr, .len = e->sgl[i].len,
+					  .lkey = e->sgl[i].lkey };
+	return 0;
+}
+
 /* Receive WRs: while the engine's RQ has room. */
 static int take_rq(struct fc_rdma *d, uint32_t qpn, struct qp *q)
 {
@@ -205,16 +219,11 @@ static int take_rq(struct fc_rdma *d, uint32_t qpn, struct qp *q)
 		const volatile struct fc_ring_recv_wr *e =
 			entry_at(q->urq, q->urq_mask, q->urq_cons, sizeof(*e));
 		struct fc_sge sge[FC_RING_SGE_MAX];
-		struct fc_rdma_recv_wr wr = { .wr_id = e->wr_id, .num_sge = e->num_sge, .sgl = sge };
-		int rc = -EINVAL;
+		struct fc_rdma_recv_wr wr;
+		int rc = ring_recv_wr(e, sge, &wr);
 
-		if (wr.num_sge <= FC_RING_SGE_MAX) {
-			for (uint32_t i = 0; i < wr.num_sge; i++)
-				sge[i] = (struct fc_sge){ .addr = e->sgl[i].addr,
-							  .len = e->sgl[i].len,
-							  .lkey = e->sgl[i].lkey };
+		if (!rc)
 			rc = fc_rdma_post_recv(d, qpn, &wr);
-		}
 		if (rc == -EAGAIN)
 			break;
 		if (rc) {
@@ -297,16 +306,11 @@ int fc_rdma_srq_doorbell(struct fc_rdma *d, uint32_t srqn)
 		const volatile struct fc_ring_recv_wr *e =
 			entry_at(s->uring, s->umask, s->ucons, sizeof(*e));
 		struct fc_sge sge[FC_RING_SGE_MAX];
-		struct fc_rdma_recv_wr wr = { .wr_id = e->wr_id, .num_sge = e->num_sge, .sgl = sge };
-		int rc = -EINVAL;
+		struct fc_rdma_recv_wr wr;
+		int rc = ring_recv_wr(e, sge, &wr);
 
-		if (wr.num_sge <= FC_RING_SGE_MAX) {
-			for (uint32_t i = 0; i < wr.num_sge; i++)
-				sge[i] = (struct fc_sge){ .addr = e->sgl[i].addr,
-							  .len = e->sgl[i].len,
-							  .lkey = e->sgl[i].lkey };
+		if (!rc)
 			rc = rdma_rq_post(&s->rq, &wr);
-		}
 		if (rc == -EAGAIN)
 			break; /* cannot happen: room was checked */
 		if (rc)
