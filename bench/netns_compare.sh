@@ -44,7 +44,6 @@ trap cleanup EXIT
 np_up || { echo "bench-netns: could not create the namespaces" >&2; exit 1; }
 TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
 td_start "--mtu 8192" "--mtu 8192" || exit 1
-trap cleanup EXIT
 in_a() { ip netns exec "$NP_NS_A" "$@"; }
 in_b() { ip netns exec "$NP_NS_B" "$@"; }
 

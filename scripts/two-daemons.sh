@@ -5,7 +5,7 @@
 #
 #   FALCOND=path FALCONCTL=path . scripts/two-daemons.sh
 #   td_start [EXTRA_ARGS_A [EXTRA_ARGS_B]]   sets TD_DIR, TD_SOCK_A/B, TD_CM_B, TD_PID_A/B
-#   td_stop                                  (also runs on EXIT)
+#   td_stop                                  (also on EXIT, if the caller set no trap)
 # TD_NS_A / TD_NS_B / TD_ADDR_A / TD_ADDR_B: run the daemons in those namespaces on
 # those addresses instead of both on 127.0.0.1.
 
@@ -63,7 +63,9 @@ td_wait() { # name
 td_start() {
 	TD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/falcon.XXXXXX")
 	td_ports
-	trap td_stop EXIT
+	# stop the daemons on exit, unless the caller has its own exit trap (which then
+	# calls td_stop itself, beside its other cleanup)
+	[ -n "$(trap -p EXIT)" ] || trap td_stop EXIT
 	td_one a "${TD_NS_A:-}" "$TD_ADDR_A" $TD_BASE $((TD_BASE + 1)) ${1:-}
 	td_one b "${TD_NS_B:-}" "$TD_ADDR_B" $((TD_BASE + 2)) $((TD_BASE + 3)) ${2:-}
 	td_wait a && td_wait b || return 1

@@ -30,13 +30,11 @@ TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
 
 # clean daemons: matrix
 td_start "--mtu 8192" "--mtu 8192" || { e2e_fail "daemons start"; e2e_done; exit 1; }
-trap cleanup EXIT
 e2e_check "matrix across the veth (1 B .. 1 MiB, every opcode)" "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
 td_stop
 
 # daemons that reorder (and lose a little): the spec flows
 td_start "--mtu 4096 --fault-tx reorder=10%,drop=1% --fault-seed 11" "--mtu 4096 --fault-tx reorder=10%,drop=1% --fault-seed 12" || { e2e_fail "daemons start"; e2e_done; exit 1; }
-trap cleanup EXIT
 e2e_check "spec flows 6.6.1-6.6.3, 6.6.5 through the API" "$E2E_BIN/e2e_client" flows "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
 st_a=$("$FALCONCTL" -j -r "$TD_DIR/a" stats)
 st_b=$("$FALCONCTL" -j -r "$TD_DIR/b" stats)
@@ -49,7 +47,6 @@ td_stop
 
 # chaos
 td_start "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 21" "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 22" || { e2e_fail "daemons start"; e2e_done; exit 1; }
-trap cleanup EXIT
 e2e_check "chaos: $CHAOS_MIB MiB WRITE + READ verified, drop 5 % dup 1 % reorder 2 %" "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" "$CHAOS_MIB"
 st_a=$("$FALCONCTL" -j -r "$TD_DIR/a" stats)
 echo "A: fault tx_drop $(num tx_drop "$st_a") tx_dup $(num tx_dup "$st_a") tx_reorder $(num tx_reorder "$st_a")"
