@@ -57,29 +57,33 @@ ready() { # file pattern
 # the value of "key":number in a JSON line
 jnum() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | head -1 | cut -d: -f2; }
 
-# falcon-perf: server through daemon B, client through daemon A; prints its JSON line
-SVC=6000
-falcon() {
-	SVC=$((SVC + 1))
-	"$PERF" -S "$TD_SOCK_B" -p $SVC "$@" >"$WORK/perf-srv.log" 2>&1 &
+# falcon-perf: server through daemon B, client through daemon A, on service SVC (each
+# run its own: this runs in $(...), nothing it sets survives); prints the client's JSON
+falcon() { # service args...
+	local svc=$1; shift
+	local slog="$WORK/perf-srv-$svc.log" clog="$WORK/perf-cli-$svc.log"
+	timeout 120 "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$slog" 2>&1 &
 	local srv=$!
-	ready "$WORK/perf-srv.log" "server on" || return 1
+	ready "$slog" "server on" || { kill $srv; return 1; }
 	local out
-	out=$("$PERF" -S "$TD_SOCK_A" -p $SVC -j -D "$SECS" "$@" "$TD_CM_B" 2>"$WORK/perf-cli.log")
+	out=$(timeout 120 "$PERF" -S "$TD_SOCK_A" -p "$svc" -j -D "$SECS" "$@" "$TD_CM_B" 2>"$clog")
 	local rc=$?
-	wait $srv
 	if [ $rc -ne 0 ]; then
+		kill $srv 2>/dev/null
+		wait $srv 2>/dev/null
 		echo "bench-netns: falcon-perf $* failed:" >&2
-		cat "$WORK/perf-cli.log" "$WORK/perf-srv.log" >&2
+		cat "$clog" "$slog" >&2
 		return 1
 	fi
+	wait $srv
 	echo "$out" | tail -1
 }
 
 # sockperf: server in B, client in A; prints the client's output
 sockperf_run() { # port mode [--tcp]   (runs in $(...): nothing it sets survives)
 	local port=$1 mode=$2; shift 2
-	in_b sockperf server -i "$NP_ADDR_B" -p "$port" "$@" >"$WORK/sp-srv-$port.log" 2>&1 &
+	ip netns exec "$NP_NS_B" sockperf server -i "$NP_ADDR_B" -p "$port" "$@" \
+		>"$WORK/sp-srv-$port.log" 2>&1 &
 	local srv=$!
 	ready "$WORK/sp-srv-$port.log" "to block on socket" || { kill $srv; return 1; }
 	in_a sockperf "$mode" -i "$NP_ADDR_B" -p "$port" -m 16 -t "$SECS" "$@" 2>&1
@@ -92,19 +96,19 @@ sp_rate() { grep -o "Message Rate is [0-9]*" <<<"$1" | awk '{print $NF}'; }
 echo "bench-netns: veth pair $NP_ADDR_A <-> $NP_ADDR_B (MTU 9000), $SECS s per figure, $(nproc) cores"
 echo "  (falcond: UDP I/O, security none; kernel: the same veth, default sysctls)"
 
-lat_poll=$(falcon -t write -m lat -s 8) || exit 1
-lat_ev=$(falcon -t write -m lat -s 8 -e) || exit 1
-bw=$(falcon -t write -m bw -s 64K -d 64) || exit 1
-rate=$(falcon -t write -m bw -s 8 -d 64) || exit 1
-bw_ev=$(falcon -t write -m bw -s 64K -d 64 -e) || exit 1
-rate_ev=$(falcon -t write -m bw -s 8 -d 64 -e) || exit 1
+lat_poll=$(falcon 6001 -t write -m lat -s 8) || exit 1
+lat_ev=$(falcon 6002 -t write -m lat -s 8 -e) || exit 1
+bw=$(falcon 6003 -t write -m bw -s 64K -d 64) || exit 1
+rate=$(falcon 6004 -t write -m bw -s 8 -d 64) || exit 1
+bw_ev=$(falcon 6005 -t write -m bw -s 64K -d 64 -e) || exit 1
+rate_ev=$(falcon 6006 -t write -m bw -s 8 -d 64 -e) || exit 1
 SPORT=$((TD_BASE + 100))
 sp_udp=$(sockperf_run $((SPORT + 1)) ping-pong)
 sp_tcp=$(sockperf_run $((SPORT + 2)) ping-pong --tcp)
 tp_udp=$(sockperf_run $((SPORT + 3)) throughput)
 tp_tcp=$(sockperf_run $((SPORT + 4)) throughput --tcp)
 IPORT=$((SPORT + 5))
-in_b iperf3 -s -1 -B "$NP_ADDR_B" -p $IPORT >"$WORK/iperf-srv.log" 2>&1 &
+ip netns exec "$NP_NS_B" iperf3 -s -1 -B "$NP_ADDR_B" -p $IPORT >"$WORK/iperf-srv.log" 2>&1 &
 SRV_PIDS+=($!)
 for _ in $(seq 100); do # bounded: until it listens (it buffers its own output)
 	[ -n "$(in_b ss -ltnH "sport = :$IPORT")" ] && break

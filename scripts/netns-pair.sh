@@ -12,9 +12,13 @@ NP_IF_A=fva$$ NP_IF_B=fvb$$
 NP_ADDR_A=10.77.$(( $$ % 250 )).1
 NP_ADDR_B=10.77.$(( $$ % 250 )).2
 
-np_down() {
-	ip netns del "$NP_NS_A" 2>/dev/null
-	ip netns del "$NP_NS_B" 2>/dev/null
+np_down() { # whatever still runs inside them first (a server a test did not stop)
+	local ns pids
+	for ns in "$NP_NS_A" "$NP_NS_B"; do
+		pids=$(ip netns pids "$ns" 2>/dev/null)
+		[ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
 	return 0
 }
 

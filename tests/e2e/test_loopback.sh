@@ -69,9 +69,10 @@ fi
 PERF=$BUILD/bench/falcon-perf
 perf_case() { # service args...: server and client, the client's JSON line checked
 	local svc=$1; shift
-	timeout 60 "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$TD_DIR/perf-srv.log" 2>&1 &
+	local slog="$TD_DIR/perf-srv-$svc.log" # its own: a reused file shows the last server's line
+	timeout 60 "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$slog" 2>&1 &
 	local srv=$!
-	for _ in $(seq 50); do grep -q "server on" "$TD_DIR/perf-srv.log" && break; sleep 0.1; done
+	for _ in $(seq 50); do grep -q "server on" "$slog" && break; sleep 0.1; done
 	local out rc
 	out=$(timeout 60 "$PERF" -S "$TD_SOCK_A" -p "$svc" -j "$@" "$TD_CM_B" 2>&1)
 	rc=$?
@@ -84,7 +85,7 @@ perf_case() { # service args...: server and client, the client's JSON line check
 		e2e_ok "falcon-perf $*"
 	else
 		e2e_fail "falcon-perf $* (client $rc, server $src)"
-		cat "$TD_DIR/perf-srv.log"
+		cat "$slog"
 		echo "daemon logs (last lines):"
 		tail -n 8 "$TD_DIR/a.log" "$TD_DIR/b.log"
 	fi
