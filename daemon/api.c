@@ -403,55 +403,65 @@ static int vm_write(void *ctx, void *dst, const void *src, size_t n)
 
 static const struct fc_mr_mem_ops vm_ops = { .read = vm_read, .write = vm_write };
 
+/* The region of m at host (ops NULL: our mapping map of map_len bytes, unmapped if this
+ * fails; else the client's memory reached through ops) as an MR object of c, and the
+ * reply. */
+static int mr_register(struct client *c, const struct fc_api_hdr *h,
+		       const struct fc_api_reg_mr *m, struct obj *pd, void *host, void *map,
+		       size_t map_len, const struct fc_mr_mem_ops *ops)
+{
+	struct fc_api_reg_mr_rep rep = { 0 };
+	struct obj *o = obj_new(c, OBJ_MR, &rep.handle);
+	int rc = o ? fc_mr_reg_ext(fc_node_mrs(c->a->d->node), pd->u.pd.pd, host, m->iova,
+				   m->len, m->access, ops, c, &o->u.mr.k) : -ENOSPC;
+
+	if (rc) {
+		if (map)
+			munmap(map, map_len);
+		if (o)
+			obj_put(o);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	o->u.mr.pd_h = m->pd;
+	o->u.mr.map = map;
+	o->u.mr.map_len = map_len;
+	o->u.mr.iova = m->iova;
+	o->u.mr.len = m->len;
+	o->u.mr.access = m->access;
+	pd->refs++;
+	if (ops)
+		c->a->st.mr_by_copy++;
+	rep.lkey = o->u.mr.k.lkey;
+	rep.rkey = o->u.mr.k.rkey;
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
 /* REG_MR without a memfd: [iova, iova+len) of the client's own address space. Both ends
  * are read once first, so an unmapped range (-EFAULT) or a process we may not reach
  * (-EPERM: another user, Yama) is refused at registration, not at the first transfer. */
 static int reg_mr_by_copy(struct client *c, const struct fc_api_hdr *h,
 			  const struct fc_api_reg_mr *m, struct obj *pd)
 {
-	struct fc_api_reg_mr_rep rep = { 0 };
 	uint8_t b;
 	struct iovec l = { &b, 1 }, r[2] = { { (void *)(uintptr_t)m->iova, 1 },
 					     { (void *)(uintptr_t)(m->iova + m->len - 1), 1 } };
-	struct obj *o;
-	int rc;
 
 	if (m->iova + m->len < m->iova)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	for (int i = 0; i < 2; i++)
 		if (process_vm_readv(c->pid, &l, 1, &r[i], 1, 0) != 1)
 			return reply(c, h, errno == EPERM ? -EPERM : -EFAULT, NULL, 0, NULL, 0);
-	o = obj_new(c, OBJ_MR, &rep.handle);
-	if (!o)
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
-	rc = fc_mr_reg_ext(fc_node_mrs(c->a->d->node), pd->u.pd.pd, (void *)(uintptr_t)m->iova,
-			   m->iova, m->len, m->access, &vm_ops, c, &o->u.mr.k);
-	if (rc) {
-		obj_put(o);
-		return reply(c, h, rc, NULL, 0, NULL, 0);
-	}
-	o->u.mr.pd_h = m->pd;
-	o->u.mr.map = NULL;
-	o->u.mr.map_len = 0;
-	o->u.mr.iova = m->iova;
-	o->u.mr.len = m->len;
-	o->u.mr.access = m->access;
-	pd->refs++;
-	rep.lkey = o->u.mr.k.lkey;
-	rep.rkey = o->u.mr.k.rkey;
-	c->a->st.mr_by_copy++;
-	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+	return mr_register(c, h, m, pd, (void *)(uintptr_t)m->iova, NULL, 0, &vm_ops);
 }
 
 static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *body, int *fds,
 		     unsigned nfds)
 {
 	const struct fc_api_reg_mr *m = body;
-	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
-	struct fc_api_reg_mr_rep rep = { 0 };
+	struct obj *pd = obj_get(c, m->pd, OBJ_PD);
 	uint64_t map_off, delta;
 	struct stat stt;
-	int seals, rc;
+	int seals;
 	void *map;
 
 	if (!pd)
@@ -471,28 +481,7 @@ static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *b
 	map = mmap(NULL, delta + m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], (off_t)map_off);
 	if (map == MAP_FAILED)
 		return reply(c, h, -errno, NULL, 0, NULL, 0);
-	o = obj_new(c, OBJ_MR, &rep.handle);
-	if (!o) {
-		munmap(map, delta + m->len);
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
-	}
-	rc = fc_mr_reg(fc_node_mrs(c->a->d->node), pd->u.pd.pd, (uint8_t *)map + delta, m->iova,
-		       m->len, m->access, &o->u.mr.k);
-	if (rc) {
-		munmap(map, delta + m->len);
-		obj_put(o);
-		return reply(c, h, rc, NULL, 0, NULL, 0);
-	}
-	o->u.mr.pd_h = m->pd;
-	o->u.mr.map = map;
-	o->u.mr.map_len = delta + m->len;
-	o->u.mr.iova = m->iova;
-	o->u.mr.len = m->len;
-	o->u.mr.access = m->access;
-	pd->refs++;
-	rep.lkey = o->u.mr.k.lkey;
-	rep.rkey = o->u.mr.k.rkey;
-	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+	return mr_register(c, h, m, pd, (uint8_t *)map + delta, map, delta + m->len, NULL);
 }
 
 /* A shared receive queue whose WRs the client writes into a ring it maps (FC_RING_RQ);
@@ -746,6 +735,18 @@ static int do_accept(struct client *c, const struct fc_api_hdr *h, const void *b
 	return 0;
 }
 
+/* Destroy an object QPs may use (a CQ, an SRQ): -ENOENT (none), -EBUSY (in use), 0. */
+static int release_unused(struct fd_api *a, struct obj *o,
+			  void (*release)(struct fd_api *, struct obj *))
+{
+	if (!o)
+		return -ENOENT;
+	if (o->refs)
+		return -EBUSY;
+	release(a, o);
+	return 0;
+}
+
 static int do_destroy(struct client *c, const struct fc_api_hdr *h, uint32_t handle)
 {
 	struct fd_api *a = c->a;
@@ -768,12 +769,7 @@ static int do_destroy(struct client *c, const struct fc_api_hdr *h, uint32_t han
 			mr_release(a, o);
 		break;
 	case FC_API_DESTROY_CQ:
-		if (!(o = obj_get(c, handle, OBJ_CQ)))
-			rc = -ENOENT;
-		else if (o->refs)
-			rc = -EBUSY;
-		else
-			cq_release(a, o);
+		rc = release_unused(a, obj_get(c, handle, OBJ_CQ), cq_release);
 		break;
 	case FC_API_CLOSE_LISTENER:
 		if (!(o = obj_get(c, handle, OBJ_LISTENER))) {
@@ -790,12 +786,7 @@ static int do_destroy(struct client *c, const struct fc_api_hdr *h, uint32_t han
 			qp_release(a, o);
 		break;
 	case FC_API_DESTROY_SRQ:
-		if (!(o = obj_get(c, handle, OBJ_SRQ)))
-			rc = -ENOENT;
-		else if (o->refs)
-			rc = -EBUSY;
-		else
-			srq_release(a, o);
+		rc = release_unused(a, obj_get(c, handle, OBJ_SRQ), srq_release);
 		break;
 	}
 	return reply(c, h, rc, NULL, 0, NULL, 0);
