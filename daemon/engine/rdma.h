@@ -270,7 +270,8 @@ struct fc_rdma_qp_init {
 	uint32_t max_send_sge;  /* <= FC_SEG_SGE_MAX */
 	uint32_t max_recv_sge;  /* <= FC_RDMA_RECV_SGE_MAX */
 	uint32_t max_inflight;  /* transactions in flight, 1 .. 65536 */
-	struct fc_txn *conn;    /* RC, XRC_INI, XRC_TGT: from fc_rdma_conn_open */
+	struct fc_txn *conn;    /* RC, XRC_INI, XRC_TGT: from fc_rdma_conn_open, or NULL to
+				   bind the QP at INIT -> RTR (fc_rdma_qp_attr.conn) */
 	uint32_t qkey;          /* UD */
 	uint8_t min_rnr_timer;  /* 5-bit RNR timeout code (Falcon 7.8 / IB) */
 	uint8_t rnr_retry;      /* 0..7, 7 = infinite; see the file comment */
@@ -283,6 +284,9 @@ void fc_rdma_qp_init_default(struct fc_rdma_qp_init *a);
 struct fc_rdma_qp_attr {
 	uint8_t state;          /* enum fc_rdma_qp_state to go to */
 	uint32_t remote_qpn;    /* INIT -> RTR of RC / XRC: the peer's QPN */
+	struct fc_txn *conn;    /* INIT -> RTR of an RC / XRC QP created without one: the
+				   connection it is bound to from now on (checked as at
+				   creation); else NULL or the QP's own */
 };
 
 struct fc_rdma_srq_init {
@@ -392,9 +396,12 @@ int fc_rdma_ah_destroy(struct fc_rdma *d, uint32_t ahn);
  */
 int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32_t *qpn);
 /*
- * State transitions: RESET->INIT, INIT->RTR (RC/XRC: attr->remote_qpn), RTR->RTS,
- * any->ERR (flushes), any->RESET (drops every WQE without completion; counters restart).
- * Returns 0, -ENOENT (no such QP), -EINVAL (a transition not in the list).
+ * State transitions: RESET->INIT, INIT->RTR (RC/XRC: attr->remote_qpn; attr->conn binds
+ * a QP created without a connection), RTR->RTS, any->ERR (flushes), any->RESET (drops
+ * every WQE without completion; counters restart; a binding stays). Returns 0, -ENOENT
+ * (no such QP or connection), -EINVAL (a transition not in the list, an unbound QP to
+ * RTR without attr->conn, a connection of the wrong kind or ordering, another connection
+ * than the QP's own), -EBUSY (the connection has its QP).
  */
 int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_attr *attr);
 /* Destroy; its WQEs are dropped without completion, its transactions still in Falcon
@@ -434,8 +441,8 @@ int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv
  * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (in SQ order;
  * receive: on the receive CQ) and the ring moves on. A producer index more than a ring
  * ahead of the engine's consumer index (a broken client) takes the QP to the error state
- * and its rings are not read again (-EPROTO). The ring WR carries no XRC SRQ number: XRC
- * initiator QPs post with fc_rdma_post_send. As verbs: a buffer a WR names must not
+ * and its rings are not read again (-EPROTO). The ring WR of an XRC initiator carries the
+ * target's XRC SRQ number where a UD WR has its AH. As verbs: a buffer a WR names must not
  * change before the WR completes (a retransmission gathers it again).
  */
 
@@ -453,7 +460,7 @@ int fc_rdma_cq_attach_ring(struct fc_rdma *d, uint32_t cqn, void *ring, size_t b
 /* The QP's send WRs (sq, an FC_RING_SQ ring) and/or receive WRs (rq, FC_RING_RQ; a QP
  * with its own receive queue) come from these rings from now on (fc_rdma_post_send and
  * fc_rdma_post_recv still work beside them). Either may be NULL, not both. Returns 0,
- * -ENOENT (no such QP), -EINVAL (bad ring, a QP without that queue, XRC initiator, rings
+ * -ENOENT (no such QP), -EINVAL (bad ring, a QP without that queue, rings
  * already attached). */
 int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq_bytes,
 			    void *rq, size_t rq_bytes);

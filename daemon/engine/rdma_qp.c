@@ -162,14 +162,15 @@ static void qp_free_mem(struct qp *q)
 	q->map = NULL;
 }
 
-/* The connection QP a may use: ours, 1:1, ordered as its mode wants, free. */
-static int check_conn(const struct fc_rdma *d, const struct fc_rdma_qp_init *a, struct conn **out)
+/* The connection t a connected QP of that ordering may use: ours, 1:1, ordered as the
+ * mode wants, free. */
+static int check_conn(const struct fc_rdma *d, struct fc_txn *t, uint8_t order, struct conn **out)
 {
-	struct conn *c = conn_of(d, a->conn);
+	struct conn *c = conn_of(d, t);
 
 	if (!c)
 		return -ENOENT;
-	if (c->mn || c->ordered != (a->order == FC_RDMA_ORDER_STRONG))
+	if (c->mn || c->ordered != (order == FC_RDMA_ORDER_STRONG))
 		return -EINVAL;
 	if (c->qp)
 		return -EBUSY;
@@ -267,8 +268,8 @@ int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32
 	if (!a || !qpn)
 		return -EINVAL;
 	rc = check_qp_init(d, a);
-	if (!rc && is_connected(a->type))
-		rc = check_conn(d, a, &c);
+	if (!rc && is_connected(a->type) && a->conn) /* else bound at INIT -> RTR */
+		rc = check_conn(d, a->conn, a->order, &c);
 	if (rc)
 		return rc;
 	for (uint32_t i = 0; i < d->cfg.max_qps && !q; i++)
@@ -334,8 +335,24 @@ int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_a
 	} else if (to == FC_RDMA_QPS_INIT && q->state == FC_RDMA_QPS_RESET) {
 		q->state = to;
 	} else if (to == FC_RDMA_QPS_RTR && q->state == FC_RDMA_QPS_INIT) {
+		struct conn *c = NULL;
+		int rc;
+
 		if (is_connected(q->type) && attr->remote_qpn > FC_RDMA_QPN_MASK)
 			return -EINVAL;
+		if (is_connected(q->type) && !q->c) { /* created unbound: bind it now */
+			if (!attr->conn)
+				return -EINVAL;
+			if ((rc = check_conn(d, attr->conn, q->order, &c)))
+				return rc;
+		} else if (attr->conn && (!q->c || q->c->t != attr->conn)) {
+			return -EINVAL;
+		}
+		if (c) {
+			q->c = c;
+			conn_ref(c);
+			c->qp = q;
+		}
 		q->remote_qpn = attr->remote_qpn;
 		q->state = to;
 	} else if (to == FC_RDMA_QPS_RTS && q->state == FC_RDMA_QPS_RTR) {
@@ -522,7 +539,8 @@ int fc_rdma_post_send(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_send
 	w->vendor = 0;
 	w->byte_len = (uint32_t)total;
 	w->state = SW_POSTED;
-	conn_ref(c);
+	if (c) /* NULL: a QP that went to ERR before it was bound; flushed below */
+		conn_ref(c);
 	if (q->state == FC_RDMA_QPS_ERR) {
 		w->status = FC_WC_WR_FLUSH_ERR;
 		rdma_wr_finish(d, q, w);

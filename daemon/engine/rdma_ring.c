@@ -88,9 +88,7 @@ int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq
 		return -ENOENT;
 	if ((!sq && !rq) || q->usq || q->urq)
 		return -EINVAL;
-	/* the ring WR has no XRC SRQ number: XRC initiators post with fc_rdma_post_send */
-	if (sq && (!q->sq || q->type == FC_RDMA_QPT_XRC_INI ||
-		   fc_ring_check(sq, sq_bytes, FC_RING_SQ)))
+	if (sq && (!q->sq || fc_ring_check(sq, sq_bytes, FC_RING_SQ)))
 		return -EINVAL;
 	if (rq && (!q->rq.depth || fc_ring_check(rq, rq_bytes, FC_RING_RQ)))
 		return -EINVAL;
@@ -170,6 +168,10 @@ static int take_sq(struct fc_rdma *d, uint32_t qpn, struct qp *q, uint64_t now_n
 		};
 		int rc = -EINVAL;
 
+		if (q->type == FC_RDMA_QPT_XRC_INI) { /* falcon/queue.h: the field is shared */
+			wr.xrc_remote_srq = wr.ah;
+			wr.ah = 0;
+		}
 		if (wr.opcode == FC_RDMA_WR_SEND_INV)
 			wr.inv_rkey = e->imm;
 		else

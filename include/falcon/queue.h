@@ -72,7 +72,10 @@ struct fc_ring_send_wr {
 	uint32_t imm;         /* SEND_IMM, WRITE_IMM; SEND_INV: the R_Key to invalidate */
 	uint64_t remote_addr;
 	uint32_t rkey;
-	uint32_t ah;          /* UD */
+	union {
+		uint32_t ah;      /* UD: the address handle */
+		uint32_t xrc_srq; /* XRC initiator: the target's XRC SRQ number */
+	};
 	uint32_t remote_qpn;  /* UD */
 	uint32_t remote_qkey; /* UD */
 	uint64_t compare_add, swap, compare_add_mask, swap_mask;

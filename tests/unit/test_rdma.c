@@ -1167,6 +1167,98 @@ static void test_xrc_srq_routing(void **state)
 			assert_int_equal(plog[i].opcode, 0xA4);
 }
 
+/* A connected QP created without a connection is bound at INIT -> RTR (the daemon's
+ * falcon_modify_qp): the same checks as at creation, then it works as any RC pair; an
+ * unbound QP that goes to ERR flushes what is posted without touching a connection. */
+static void test_bind_at_rtr(void **state)
+{
+	struct fc_rdma_qp_init a;
+	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_INIT };
+	struct fc_rdma_wc wc;
+	uint32_t qa, qb, qc, other;
+
+	(void)state;
+	conn_pair(0, 1, 0); /* ordered */
+	conn_pair(1, 0, 0); /* unordered */
+	conn_pair(2, 0, 1); /* M:N */
+	qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, 0);
+	a.conn = NULL;
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qa), 0);
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
+	at.state = FC_RDMA_QPS_RTR;
+	at.remote_qpn = 5;
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), -EINVAL);  /* no connection */
+	at.conn = A->conn[1];
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), -EINVAL);  /* unordered */
+	at.conn = A->conn[2];
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), -EINVAL);  /* M:N */
+	at.conn = B->conn[0];
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), -ENOENT);  /* not A's */
+	assert_int_equal(fc_rdma_qp_state(A->d, qa), FC_RDMA_QPS_INIT);
+	/* a QP bound at creation holds the connection: no second one */
+	qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, 0);
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &other), 0);
+	at.conn = A->conn[0];
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), -EBUSY);
+	/* and a bound QP cannot be moved to another connection */
+	{
+		struct fc_rdma_qp_attr o = { .state = FC_RDMA_QPS_INIT };
+
+		assert_int_equal(fc_rdma_qp_modify(A->d, other, &o), 0);
+		o.state = FC_RDMA_QPS_RTR;
+		o.conn = A->conn[1];
+		assert_int_equal(fc_rdma_qp_modify(A->d, other, &o), -EINVAL);
+	}
+	assert_int_equal(fc_rdma_qp_destroy(A->d, other), 0);
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
+	at.state = FC_RDMA_QPS_RTS;
+	at.conn = NULL;
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
+	assert_int_equal(fc_rdma_conn_close(A->d, A->conn[0]), -EBUSY); /* the QP uses it */
+	/* the other end bound the same way, then data both ways */
+	qp_init(B, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, 0);
+	a.conn = NULL;
+	assert_int_equal(fc_rdma_qp_create(B->d, &a, &qb), 0);
+	at = (struct fc_rdma_qp_attr){ .state = FC_RDMA_QPS_INIT };
+	assert_int_equal(fc_rdma_qp_modify(B->d, qb, &at), 0);
+	at = (struct fc_rdma_qp_attr){ .state = FC_RDMA_QPS_RTR, .remote_qpn = qa,
+				       .conn = B->conn[0] };
+	assert_int_equal(fc_rdma_qp_modify(B->d, qb, &at), 0);
+	at = (struct fc_rdma_qp_attr){ .state = FC_RDMA_QPS_RTS };
+	assert_int_equal(fc_rdma_qp_modify(B->d, qb, &at), 0);
+	at = (struct fc_rdma_qp_attr){ .state = FC_RDMA_QPS_RTR, .remote_qpn = qb,
+				       .conn = A->conn[0] };
+	/* qa's remote QPN was 5: go through RESET -> INIT -> RTR again (the binding stays) */
+	at.state = FC_RDMA_QPS_RESET;
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
+	at.state = FC_RDMA_QPS_INIT;
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
+	at.state = FC_RDMA_QPS_RTR;
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
+	at.state = FC_RDMA_QPS_RTS;
+	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
+	fill(A, 0, 256, 3);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, 256, IOVA + 4096, B->k.rkey), 0);
+	run();
+	assert_int_equal(poll1(A, A->scq, &wc), 1);
+	assert_int_equal(wc.status, FC_WC_SUCCESS);
+	assert_memory_equal(B->mem + 4096, A->mem, 256);
+	/* an unbound QP in ERR flushes a post at once */
+	qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_WEAK, FC_RDMA_MODE_VERBS, 1);
+	a.conn = NULL;
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qc), 0);
+	at = (struct fc_rdma_qp_attr){ .state = FC_RDMA_QPS_INIT };
+	assert_int_equal(fc_rdma_qp_modify(A->d, qc, &at), 0);
+	at.state = FC_RDMA_QPS_ERR;
+	assert_int_equal(fc_rdma_qp_modify(A->d, qc, &at), 0);
+	assert_int_equal(post(A, qc, FC_RDMA_WR_WRITE, 9, 0, 8, IOVA, B->k.rkey), 0);
+	assert_int_equal(poll1(A, A->scq, &wc), 1);
+	assert_int_equal(wc.wr_id, 9);
+	assert_int_equal(wc.status, FC_WC_WR_FLUSH_ERR);
+	assert_int_equal(fc_rdma_qp_destroy(A->d, qc), 0);
+	assert_int_equal(fc_rdma_conn_close(A->d, A->conn[1]), 0); /* never held */
+}
+
 /* An RC QP with a shared receive queue: SENDs (one and several packets) take the SRQ's
  * WQEs in order and complete on the QP's receive CQ; the QP has no RQ of its own. */
 static void test_rc_srq(void **state)
@@ -1521,6 +1613,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_qp_state_machine, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_qp_create_validation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_at_rtr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_validation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_read_send_strong, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rmsn_counters, setup, teardown),
