@@ -466,6 +466,9 @@ int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq
 			    void *rq, size_t rq_bytes);
 /* Take the WRs the producer published: receives first, then sends, each while the
  * engine's own queue (rq_depth / sq_depth) has room; the rest wait for the next call.
+ * Receives are taken from INIT on, sends in RTS and ERR (flushed there): until then they
+ * wait in the ring, where fc_rdma_post_send would refuse them (a QP whose connection is
+ * still being set up is fed by its client already).
  * Returns the number taken, -ENOENT (no such QP), -EINVAL (no ring attached), -EPROTO
  * (a broken ring, see above). */
 int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns);

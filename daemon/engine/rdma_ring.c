@@ -254,13 +254,16 @@ int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns)
 	if (q->ubroken)
 		return -EPROTO;
 	set_now(d, now_ns);
-	if (q->urq) { /* receives first: a SEND of this batch may be answered by them */
+	/* what the state does not take yet waits in the ring (rdma.h) */
+	if (q->urq && q->state != FC_RDMA_QPS_RESET) {
+		/* receives first: a SEND of this batch may be answered by them */
 		rc = take_rq(d, qpn, q);
 		if (rc < 0)
 			return rc;
 		n += rc;
 	}
-	if (q->usq && qp_get(d, qpn) == q && !q->ubroken) {
+	if (q->usq && qp_get(d, qpn) == q && !q->ubroken &&
+	    (q->state == FC_RDMA_QPS_RTS || q->state == FC_RDMA_QPS_ERR)) {
 		rc = take_sq(d, qpn, q, now_ns);
 		if (rc < 0)
 			return rc;

@@ -456,6 +456,46 @@ static void test_attach_checks(void **state)
 	/* a header rewritten after attach changes nothing */
 	h->entries = 1u << 30;
 	assert_int_equal(fc_rdma_qp_doorbell(A->d, A->qp, now), 0);
+	h->entries = RING;
+}
+
+/* Send WRs wait in the ring until RTS, receives until INIT: none is refused for being
+ * early (the daemon's QPs are fed while their connection is set up). */
+static void test_ring_waits_for_state(void **state)
+{
+	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_RESET };
+	struct fc_ring_cqe c;
+
+	(void)state;
+	attach_all();
+	assert_int_equal(fc_rdma_qp_modify(A->d, A->qp, &at), 0);
+	assert_int_equal(fc_rdma_qp_modify(B->d, B->qp, &at), 0);
+	put_send(0, FC_RDMA_WR_SEND, B->k.rkey, A->k.lkey);
+	put_recv(0, B->k.lkey);
+	assert_int_equal(fc_rdma_qp_doorbell(A->d, A->qp, now), 0);
+	assert_int_equal(fc_rdma_qp_doorbell(B->d, B->qp, now), 0);
+	at.state = FC_RDMA_QPS_INIT;
+	assert_int_equal(fc_rdma_qp_modify(A->d, A->qp, &at), 0);
+	assert_int_equal(fc_rdma_qp_modify(B->d, B->qp, &at), 0);
+	assert_int_equal(fc_rdma_qp_doorbell(A->d, A->qp, now), 0); /* the send waits */
+	assert_int_equal(fc_rdma_qp_doorbell(B->d, B->qp, now), 1); /* the receive is taken */
+	at.state = FC_RDMA_QPS_RTR;
+	at.remote_qpn = B->qp;
+	assert_int_equal(fc_rdma_qp_modify(A->d, A->qp, &at), 0);
+	assert_int_equal(fc_rdma_qp_doorbell(A->d, A->qp, now), 0);
+	at.remote_qpn = A->qp;
+	assert_int_equal(fc_rdma_qp_modify(B->d, B->qp, &at), 0);
+	at.state = FC_RDMA_QPS_RTS;
+	assert_int_equal(fc_rdma_qp_modify(A->d, A->qp, &at), 0);
+	assert_int_equal(fc_rdma_qp_modify(B->d, B->qp, &at), 0);
+	assert_int_equal(fc_rdma_qp_doorbell(A->d, A->qp, now), 1);
+	pump(100000);
+	assert_int_equal(take_cqe(L.scq, &c), 1);
+	assert_int_equal(c.wr_id, 0);
+	assert_int_equal(c.status, FC_WC_SUCCESS);
+	assert_int_equal(take_cqe(L.rcq, &c), 1);
+	assert_int_equal(c.status, FC_WC_SUCCESS);
+	assert_int_equal(fc_rdma_counters(A->d)->ring_bad_wr, 0);
 }
 
 /* Bad WRs among good ones complete in error, in SQ order, and the ring moves on. */
@@ -597,6 +637,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_attach_checks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_waits_for_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_wrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_srq_ring, setup, teardown),
