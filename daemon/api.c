@@ -56,9 +56,15 @@ _Static_assert((int)FALCON_WC_GENERAL_ERR == FC_WC_GENERAL_ERR, "wc status");
 _Static_assert((int)FALCON_ORDER_WEAK == FC_RDMA_ORDER_WEAK, "ordering");
 
 /* in the order a dying client's objects are released, last first */
-enum obj_type { OBJ_FREE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_SRQ, OBJ_LISTENER, OBJ_QP, OBJ_TYPES };
-static const char *const obj_name[] = { "free", "pd", "mr", "cq", "srq", "listener", "qp" };
+enum obj_type {
+	OBJ_FREE = 0, OBJ_PD, OBJ_MR, OBJ_CQ, OBJ_XRCD, OBJ_SRQ, OBJ_LISTENER, OBJ_AH, OBJ_QP,
+	OBJ_TYPES
+};
+static const char *const obj_name[] = { "free", "pd", "mr", "cq", "xrcd", "srq", "listener",
+					"ah", "qp" };
 
+/* QP_CONNECTING: a CONNECT / ACCEPT waits (the CM creates the engine QP); QP_READY: the
+ * engine QP exists (a QP of CREATE_QP from the start). */
 enum qp_state { QP_CONNECTING = 1, QP_READY, QP_BROKEN };
 
 struct client;
@@ -88,14 +94,24 @@ struct obj {
 		} cq;
 		struct { uint16_t service; } lst;
 		struct {
-			uint32_t srqn, pd_h;
+			uint32_t srqn, pd_h, xrcd_h, cq_h;
 			void *ring;
 			size_t bytes;
 		} srq;
+		struct { uint32_t num; } xrcd;   /* the daemon-wide XRC domain number */
 		struct {
 			int64_t cm_id;
-			uint32_t qpn, rqpn, pd_h, scq_h, rcq_h, srq_h;
+			uint32_t ahn, pd_h, seq;
+			uint8_t ready;
+		} ah;
+		struct {
+			int64_t cm_id;  /* the CM's record: connection (or binding) */
+			uint32_t qpn, rqpn, pd_h, scq_h, rcq_h, srq_h, xrcd_h;
 			uint8_t state;
+			uint8_t type;   /* enum fc_rdma_qp_type */
+			uint8_t order;  /* enum fc_rdma_order */
+			uint8_t by_api; /* CREATE_QP: the client moves it through its states */
+			uint8_t want_rts, connected;
 			void *rings;
 			size_t bytes, rq_off;
 			int rings_fd;
@@ -127,9 +143,10 @@ struct fd_api {
 	ev_io w;
 	struct client *clients;
 	uint32_t nclients, next_id;
+	uint32_t next_xrcd;
 	struct {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
-		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy;
+		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
 	} st;
 };
 
@@ -245,9 +262,15 @@ static void srq_release(struct fd_api *a, struct obj *o)
 {
 	struct obj *pd = obj_get(o->c, o->u.srq.pd_h, OBJ_PD);
 
+	struct obj *x;
+
 	fc_rdma_srq_destroy(fc_node_rdma(a->d->node), o->u.srq.srqn); /* QPs went first */
 	if (pd)
 		pd->refs--;
+	if (o->u.srq.xrcd_h && (x = obj_get(o->c, o->u.srq.xrcd_h, OBJ_XRCD)))
+		x->refs--;
+	if (o->u.srq.cq_h && (x = obj_get(o->c, o->u.srq.cq_h, OBJ_CQ)))
+		x->refs--;
 	munmap(o->u.srq.ring, o->u.srq.bytes);
 	obj_put(o);
 }
@@ -257,10 +280,14 @@ static void qp_release(struct fd_api *a, struct obj *o)
 	struct client *c = o->c;
 	struct obj *x;
 
-	fd_cm_close(a->d->cm, o->u.qp.cm_id); /* destroys the QP first: no ring use after */
+	if (o->u.qp.by_api) /* ours: gone before its connection closes */
+		fc_rdma_qp_destroy(fc_node_rdma(a->d->node), o->u.qp.qpn);
+	if (o->u.qp.cm_id > 0) /* a CM QP is destroyed there first: no ring use after */
+		fd_cm_close(a->d->cm, o->u.qp.cm_id);
 	if (o->u.qp.state == QP_CONNECTING && c->pending)
 		c->pending--;
-	munmap(o->u.qp.rings, o->u.qp.bytes);
+	if (o->u.qp.rings)
+		munmap(o->u.qp.rings, o->u.qp.bytes);
 	if (o->u.qp.rings_fd >= 0)
 		close(o->u.qp.rings_fd);
 	if ((x = obj_get(c, o->u.qp.pd_h, OBJ_PD)))
@@ -271,6 +298,23 @@ static void qp_release(struct fd_api *a, struct obj *o)
 		x->refs--;
 	if (o->u.qp.srq_h && (x = obj_get(c, o->u.qp.srq_h, OBJ_SRQ)))
 		x->refs--;
+	if (o->u.qp.xrcd_h && (x = obj_get(c, o->u.qp.xrcd_h, OBJ_XRCD)))
+		x->refs--;
+	obj_put(o);
+}
+
+static void ah_release(struct fd_api *a, struct obj *o)
+{
+	struct obj *pd = obj_get(o->c, o->u.ah.pd_h, OBJ_PD);
+
+	if (o->u.ah.ready)
+		fc_rdma_ah_destroy(fc_node_rdma(a->d->node), o->u.ah.ahn);
+	else if (o->c->pending)
+		o->c->pending--;
+	if (o->u.ah.cm_id > 0) /* its work requests still in flight finish first (cm.c) */
+		fd_cm_close(a->d->cm, o->u.ah.cm_id);
+	if (pd)
+		pd->refs--;
 	obj_put(o);
 }
 
@@ -289,16 +333,19 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 			n[t]++;
 			switch (t) {
 			case OBJ_QP: qp_release(a, o); break;
+			case OBJ_AH: ah_release(a, o); break;
 			case OBJ_LISTENER: fd_cm_unlisten(d->cm, o->u.lst.service); obj_put(o); break;
+			case OBJ_XRCD: obj_put(o); break;
 			case OBJ_SRQ: srq_release(a, o); break;
 			case OBJ_CQ: cq_release(a, o); break;
 			case OBJ_MR: mr_release(a, o); break;
 			case OBJ_PD: fc_pd_free(fc_node_mrs(d->node), o->u.pd.pd); obj_put(o); break;
 			}
 		}
-	LOG_I("api: client %u (pid %d) %s: released %u QPs, %u SRQs, %u CQs, %u MRs, %u PDs, "
-	      "%u listeners", c->id, (int)c->pid, why, n[OBJ_QP], n[OBJ_SRQ], n[OBJ_CQ], n[OBJ_MR],
-	      n[OBJ_PD], n[OBJ_LISTENER]);
+	LOG_I("api: client %u (pid %d) %s: released %u QPs, %u AHs, %u SRQs, %u CQs, %u MRs, "
+	      "%u PDs, %u listeners, %u XRC domains", c->id, (int)c->pid, why, n[OBJ_QP],
+	      n[OBJ_AH], n[OBJ_SRQ], n[OBJ_CQ], n[OBJ_MR], n[OBJ_PD], n[OBJ_LISTENER],
+	      n[OBJ_XRCD]);
 	ev_io_stop(d->loop, &c->w);
 	close(c->fd);
 	if (c->pidfd >= 0)
@@ -492,14 +539,17 @@ static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const voi
 	struct fc_rdma *d = fc_node_rdma(c->a->d->node);
 	struct fc_api_create_srq_rep rep = { 0 };
 	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
+	struct obj *xrcd = m->xrcd ? obj_get(c, m->xrcd, OBJ_XRCD) : NULL;
+	struct obj *cq = m->cq ? obj_get(c, m->cq, OBJ_CQ) : NULL;
 	struct fc_rdma_srq_init si = { 0 };
 	size_t bytes;
 	void *ring;
 	int fd, rc;
 
-	if (!pd)
+	if (!pd || (m->xrcd && !xrcd) || (m->cq && !cq))
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (!pow2_ok(m->entries, RING_ENTRIES_MAX) || m->max_sge > FC_RING_SGE_MAX)
+	if (!pow2_ok(m->entries, RING_ENTRIES_MAX) || m->max_sge > FC_RING_SGE_MAX ||
+	    !xrcd != !cq || m->pad)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	bytes = (fc_rdma_ring_bytes(FC_RING_RQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
 	if (!(o = obj_new(c, OBJ_SRQ, &rep.handle)))
@@ -511,6 +561,8 @@ static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const voi
 	si.pd = pd->u.pd.pd;
 	si.depth = m->entries;
 	si.max_sge = m->max_sge ? m->max_sge : FC_RING_SGE_MAX;
+	si.xrcd = xrcd ? xrcd->u.xrcd.num : 0;
+	si.cq = cq ? cq->u.cq.cqn : 0;
 	if ((rc = fc_rdma_ring_init(ring, bytes, FC_RING_RQ, m->entries)) ||
 	    (rc = fc_rdma_srq_create(d, &si, &o->u.srq.srqn)))
 		goto fail;
@@ -521,7 +573,14 @@ static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const voi
 	o->u.srq.ring = ring;
 	o->u.srq.bytes = bytes;
 	o->u.srq.pd_h = m->pd;
+	o->u.srq.xrcd_h = m->xrcd;
+	o->u.srq.cq_h = m->cq;
 	pd->refs++;
+	if (xrcd) {
+		xrcd->refs++;
+		cq->refs++;
+	}
+	rep.srqn = o->u.srq.srqn;
 	rep.ring_bytes = bytes;
 	rc = reply(c, h, 0, &rep, sizeof(rep), &fd, 1);
 	close(fd);
@@ -580,12 +639,13 @@ fail:
 	return reply(c, h, rc, NULL, 0, NULL, 0);
 }
 
+static int qp_reply(struct client *c, const struct fc_api_hdr *h, struct obj *o);
+
 static void qp_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 {
 	struct obj *o = ctx;
 	struct client *c = o->c;
 	struct fc_api_hdr h = { .type = o->u.qp.req_type, .seq = o->u.qp.seq };
-	uint32_t handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16;
 
 	if (status) {
 		o->u.qp.cm_id = 0; /* the CM has freed its record */
@@ -594,95 +654,355 @@ static void qp_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 		return;
 	}
 	c->pending--;
-	struct fc_api_qp_rep rep = { .handle = handle, .qpn = qpn, .remote_qpn = rqpn,
-				     .rings_bytes = o->u.qp.bytes, .rq_offset = o->u.qp.rq_off };
-
 	o->u.qp.state = QP_READY;
 	o->u.qp.qpn = qpn;
 	o->u.qp.rqpn = rqpn;
-	reply(c, &h, 0, &rep, sizeof(rep), &o->u.qp.rings_fd, 1);
-	close(o->u.qp.rings_fd);
-	o->u.qp.rings_fd = -1;
+	qp_reply(c, &h, o);
 	fd_kick(c->a->d);
 }
 
-/* The QP object and its rings for CONNECT / ACCEPT; the CM creates the engine QP. */
+/* The engine's QP type of a public one, 0 for none. */
+static uint8_t engine_qpt(uint8_t t)
+{
+	return t == FALCON_QPT_RC ? FC_RDMA_QPT_RC : t == FALCON_QPT_UD ? FC_RDMA_QPT_UD :
+	       t == FALCON_QPT_XRC_SEND ? FC_RDMA_QPT_XRC_INI :
+	       t == FALCON_QPT_XRC_RECV ? FC_RDMA_QPT_XRC_TGT : 0;
+}
+
+/* The QP object, its rings and the engine's init for it (CREATE_QP, CONNECT, ACCEPT):
+ * what each type uses is checked and taken, the rest must be 0 (falcon.h). */
 static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 		      const struct fc_api_qp_attr *q, struct fd_qp_spec *spec, struct obj **out)
 {
-	struct obj *pd = obj_get(c, q->pd, OBJ_PD), *scq = obj_get(c, q->send_cq, OBJ_CQ);
-	struct obj *rcq = obj_get(c, q->recv_cq, OBJ_CQ), *o;
-	struct obj *srq = q->srq ? obj_get(c, q->srq, OBJ_SRQ) : NULL;
-	size_t sq_bytes, rq_bytes, rq_off;
+	uint8_t t = engine_qpt(q->type);
+	int sends = t && t != FC_RDMA_QPT_XRC_TGT;
+	int recvs = t == FC_RDMA_QPT_RC || t == FC_RDMA_QPT_UD;
+	struct obj *pd = obj_get(c, q->pd, OBJ_PD);
+	struct obj *scq = sends ? obj_get(c, q->send_cq, OBJ_CQ) : NULL;
+	struct obj *rcq = recvs ? obj_get(c, q->recv_cq, OBJ_CQ) : NULL;
+	struct obj *srq = recvs && q->srq ? obj_get(c, q->srq, OBJ_SRQ) : NULL;
+	struct obj *xrcd = t == FC_RDMA_QPT_XRC_TGT ? obj_get(c, q->xrcd, OBJ_XRCD) : NULL, *o;
+	size_t sq_bytes = 0, rq_bytes = 0, rq_off = 0;
 	uint32_t handle;
-	int fd;
+	int fd = -1;
 
-	if (!pd || !scq || !rcq || (q->srq && !srq))
+	if (!t)
+		return -EINVAL;
+	if (!pd || (sends && !scq) || (recvs && (!rcq || (q->srq && !srq))) ||
+	    (t == FC_RDMA_QPT_XRC_TGT && !xrcd))
 		return -ENOENT;
-	if (srq && srq->u.srq.pd_h != q->pd)
-		return -EINVAL; /* verbs: an SRQ of another PD */
-	if (!pow2_ok(q->sq_entries, RING_ENTRIES_MAX) ||
-	    !pow2_ok(q->rq_entries, RING_ENTRIES_MAX) || q->type != FALCON_QPT_RC ||
-	    q->max_send_sge > FC_RING_SGE_MAX || q->max_recv_sge > FC_RING_SGE_MAX ||
-	    !q->max_inflight || q->max_inflight > 65536 || q->ordering > FALCON_ORDER_WEAK ||
+	if ((!sends && (q->send_cq || q->sq_entries)) ||
+	    (!recvs && (q->recv_cq || q->srq || q->rq_entries)) ||
+	    (t != FC_RDMA_QPT_XRC_TGT && q->xrcd) || (t != FC_RDMA_QPT_UD && q->qkey))
+		return -EINVAL; /* a field the type does not use */
+	if (srq && (srq->u.srq.pd_h != q->pd || srq->u.srq.xrcd_h))
+		return -EINVAL; /* verbs: an SRQ of another PD; an XRC SRQ is no QP's */
+	if ((sends && (!pow2_ok(q->sq_entries, RING_ENTRIES_MAX) ||
+		       q->max_send_sge > FC_RING_SGE_MAX || !q->max_inflight ||
+		       q->max_inflight > 65536)) ||
+	    (recvs && !srq && !pow2_ok(q->rq_entries, RING_ENTRIES_MAX)) ||
+	    q->max_recv_sge > FC_RING_SGE_MAX || q->ordering > FALCON_ORDER_WEAK ||
 	    q->rnr_retry > 7 || q->min_rnr_timer > 31 || q->err_mode > FALCON_ERR_CIE)
 		return -EINVAL;
 	if (c->pending >= 16)
 		return -EBUSY;
-	sq_bytes = fc_rdma_ring_bytes(FC_RING_SQ, q->sq_entries);
-	rq_bytes = fc_rdma_ring_bytes(FC_RING_RQ, q->rq_entries);
+	if (sends)
+		sq_bytes = fc_rdma_ring_bytes(FC_RING_SQ, q->sq_entries);
+	if (recvs && !srq)
+		rq_bytes = fc_rdma_ring_bytes(FC_RING_RQ, q->rq_entries);
 	rq_off = (sq_bytes + PAGE - 1) & ~(PAGE - 1);
 	o = obj_new(c, OBJ_QP, &handle);
 	if (!o)
 		return -ENOSPC;
+	o->u.qp.rings_fd = -1;
 	o->u.qp.bytes = (rq_off + rq_bytes + PAGE - 1) & ~(PAGE - 1);
-	o->u.qp.rq_off = rq_off;
-	if ((fd = shared_mem("falcon-qp", o->u.qp.bytes, &o->u.qp.rings)) < 0) {
+	o->u.qp.rq_off = rq_bytes ? rq_off : 0;
+	if (o->u.qp.bytes && (fd = shared_mem("falcon-qp", o->u.qp.bytes, &o->u.qp.rings)) < 0) {
 		obj_put(o);
 		return fd;
 	}
 	o->u.qp.rings_fd = fd;
-	fc_rdma_ring_init(o->u.qp.rings, sq_bytes, FC_RING_SQ, q->sq_entries);
-	fc_rdma_ring_init((uint8_t *)o->u.qp.rings + rq_off, rq_bytes, FC_RING_RQ, q->rq_entries);
+	if (sq_bytes)
+		fc_rdma_ring_init(o->u.qp.rings, sq_bytes, FC_RING_SQ, q->sq_entries);
+	if (rq_bytes)
+		fc_rdma_ring_init((uint8_t *)o->u.qp.rings + rq_off, rq_bytes, FC_RING_RQ,
+				  q->rq_entries);
 	o->u.qp.state = QP_CONNECTING;
+	o->u.qp.type = t;
 	o->u.qp.pd_h = q->pd;
-	o->u.qp.scq_h = q->send_cq;
-	o->u.qp.rcq_h = q->recv_cq;
+	o->u.qp.scq_h = scq ? q->send_cq : 0;
+	o->u.qp.rcq_h = rcq ? q->recv_cq : 0;
+	o->u.qp.srq_h = srq ? q->srq : 0;
+	o->u.qp.xrcd_h = xrcd ? q->xrcd : 0;
 	o->u.qp.seq = h->seq;
 	o->u.qp.req_type = h->type;
-	o->u.qp.srq_h = q->srq;
 	pd->refs++;
-	scq->refs++;
-	rcq->refs++;
+	if (scq)
+		scq->refs++;
+	if (rcq)
+		rcq->refs++;
 	if (srq)
 		srq->refs++;
+	if (xrcd)
+		xrcd->refs++;
 	memset(spec, 0, sizeof(*spec));
 	fc_rdma_qp_init_default(&spec->init);
-	spec->init.type = FC_RDMA_QPT_RC;
-	spec->init.order = q->ordering == FALCON_ORDER_WEAK ? FC_RDMA_ORDER_WEAK : FC_RDMA_ORDER_STRONG;
+	spec->init.type = t;
+	/* UD datagrams go through unordered (M:N) connections, 6.6.3 */
+	spec->init.order = q->ordering == FALCON_ORDER_WEAK || t == FC_RDMA_QPT_UD ?
+				   FC_RDMA_ORDER_WEAK : FC_RDMA_ORDER_STRONG;
+	o->u.qp.order = spec->init.order;
 	spec->init.pd = pd->u.pd.pd;
-	spec->init.send_cq = scq->u.cq.cqn;
-	spec->init.recv_cq = rcq->u.cq.cqn;
-	spec->init.sq_depth = q->sq_entries;
-	spec->init.rq_depth = q->rq_entries;
+	spec->init.send_cq = scq ? scq->u.cq.cqn : 0;
+	spec->init.recv_cq = rcq ? rcq->u.cq.cqn : 0;
+	spec->init.srq = srq ? srq->u.srq.srqn : 0;
+	spec->init.xrcd = xrcd ? xrcd->u.xrcd.num : 0;
+	spec->init.qkey = q->qkey;
+	spec->init.sq_depth = sends ? q->sq_entries : 0;
+	spec->init.rq_depth = rq_bytes ? q->rq_entries : 0;
 	spec->init.max_send_sge = q->max_send_sge ? q->max_send_sge : FC_RING_SGE_MAX;
 	spec->init.max_recv_sge = q->max_recv_sge ? q->max_recv_sge : FC_RING_SGE_MAX;
-	spec->init.max_inflight = q->max_inflight;
-	spec->init.err_mode = q->err_mode == FALCON_ERR_CIE ? FC_RDMA_MODE_CIE : FC_RDMA_MODE_VERBS;
+	spec->init.max_inflight = sends ? q->max_inflight : 0;
+	/* a failed datagram does not stop a UD QP (IB moves it to SQE, where receives go on) */
+	spec->init.err_mode = q->err_mode == FALCON_ERR_CIE || t == FC_RDMA_QPT_UD ?
+				      FC_RDMA_MODE_CIE : FC_RDMA_MODE_VERBS;
 	spec->init.rnr_retry = q->rnr_retry;
 	spec->init.min_rnr_timer = q->min_rnr_timer;
-	spec->sq = o->u.qp.rings;
+	spec->sq = sq_bytes ? o->u.qp.rings : NULL;
 	spec->sq_bytes = sq_bytes;
-	if (srq) { /* receives come from the SRQ: the QP's own receive ring stays unused */
-		spec->init.srq = srq->u.srq.srqn;
-		spec->init.rq_depth = 0;
-	} else {
-		spec->rq = (uint8_t *)o->u.qp.rings + rq_off;
-		spec->rq_bytes = rq_bytes;
-	}
-	c->pending++;
+	spec->rq = rq_bytes ? (uint8_t *)o->u.qp.rings + rq_off : NULL;
+	spec->rq_bytes = rq_bytes;
 	*out = o;
 	return 0;
+}
+
+/* The reply of CONNECT / ACCEPT / CREATE_QP: the QP and its rings' memfd (none: a QP
+ * without rings). */
+static int qp_reply(struct client *c, const struct fc_api_hdr *h, struct obj *o)
+{
+	struct fc_api_qp_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16,
+				     .qpn = o->u.qp.qpn, .remote_qpn = o->u.qp.rqpn,
+				     .rings_bytes = o->u.qp.bytes, .rq_offset = o->u.qp.rq_off };
+	int rc = reply(c, h, 0, &rep, sizeof(rep), &o->u.qp.rings_fd, o->u.qp.rings_fd >= 0);
+
+	if (o->u.qp.rings_fd >= 0)
+		close(o->u.qp.rings_fd);
+	o->u.qp.rings_fd = -1;
+	return rc;
+}
+
+/* CREATE_QP: the engine QP at once, in RESET, unbound (RC / XRC: bound at RTR). */
+static int do_create_qp(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	struct fc_rdma *d = fc_node_rdma(c->a->d->node);
+	struct fd_qp_spec spec;
+	struct obj *o;
+	int rc;
+
+	if ((rc = qp_prepare(c, h, body, &spec, &o)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	o->u.qp.by_api = 1;
+	o->u.qp.state = QP_READY;
+	if ((rc = fc_rdma_qp_create(d, &spec.init, &o->u.qp.qpn))) {
+		o->u.qp.by_api = 0;
+		qp_release(c->a, o);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	if ((spec.sq || spec.rq) &&
+	    (rc = fc_rdma_qp_attach_rings(d, o->u.qp.qpn, spec.sq, spec.sq_bytes, spec.rq,
+					  spec.rq_bytes))) {
+		qp_release(c->a, o);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	return qp_reply(c, h, o);
+}
+
+/* The end of a binding (fd_cm_bind): both QPs in RTR on their connection, or failed. */
+static void bind_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
+{
+	struct obj *o = ctx;
+	struct fd_api *a = o->c->a;
+	struct fc_rdma *d = fc_node_rdma(a->d->node);
+	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_RTS };
+
+	(void)rqpn;
+	if (status) {
+		o->u.qp.cm_id = 0; /* the CM has freed its record */
+		a->st.bind_failed++;
+		LOG_W("api: client %u: QP %u could not be connected to QP %u (%s): QP in error",
+		      o->c->id, qpn ? qpn : o->u.qp.qpn, o->u.qp.rqpn, strerror(-status));
+		at.state = FC_RDMA_QPS_ERR;
+		fc_rdma_qp_modify(d, o->u.qp.qpn, &at);
+	} else {
+		o->u.qp.connected = 1;
+		if (o->u.qp.want_rts)
+			fc_rdma_qp_modify(d, o->u.qp.qpn, &at);
+	}
+	fd_kick(a->d);
+}
+
+static const uint8_t to_engine_state[] = {
+	[FALCON_QPS_RESET] = FC_RDMA_QPS_RESET, [FALCON_QPS_INIT] = FC_RDMA_QPS_INIT,
+	[FALCON_QPS_RTR] = FC_RDMA_QPS_RTR, [FALCON_QPS_RTS] = FC_RDMA_QPS_RTS,
+	[4] = 0xFF, [5] = 0xFF, [FALCON_QPS_ERR] = FC_RDMA_QPS_ERR,
+};
+static const uint8_t to_public_state[] = {
+	[FC_RDMA_QPS_RESET] = FALCON_QPS_RESET, [FC_RDMA_QPS_INIT] = FALCON_QPS_INIT,
+	[FC_RDMA_QPS_RTR] = FALCON_QPS_RTR, [FC_RDMA_QPS_RTS] = FALCON_QPS_RTS,
+	[FC_RDMA_QPS_ERR] = FALCON_QPS_ERR,
+};
+
+/* MODIFY_QP. A connected QP's RTR starts its binding and the QP stays in INIT for the
+ * engine until the connection is open; an RTS asked for meanwhile is applied then. */
+static int do_modify_qp(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_modify_qp *m = body;
+	struct fc_rdma *d = fc_node_rdma(c->a->d->node);
+	struct obj *o = obj_get(c, m->handle, OBJ_QP);
+	struct fc_rdma_qp_attr at = { 0 };
+	struct sockaddr_storage ss;
+	int connected, rc, binding;
+	uint8_t to;
+
+	if (!o)
+		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
+	if (!o->u.qp.by_api || m->state >= sizeof(to_engine_state) ||
+	    (to = to_engine_state[m->state]) == 0xFF || m->addr_len > sizeof(m->addr) || m->pad ||
+	    m->pad2)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	connected = o->u.qp.type != FC_RDMA_QPT_UD;
+	binding = o->u.qp.cm_id > 0 && !o->u.qp.connected;
+	at.state = to;
+	if (connected && to == FC_RDMA_QPS_RTR) {
+		if (binding || o->u.qp.connected || fc_rdma_qp_state(d, o->u.qp.qpn) != FC_RDMA_QPS_INIT ||
+		    !m->addr_len || m->dest_qpn > FC_RDMA_QPN_MASK)
+			return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+		memset(&ss, 0, sizeof(ss));
+		memcpy(&ss, m->addr, m->addr_len);
+		o->u.qp.rqpn = m->dest_qpn;
+		o->u.qp.cm_id = -1; /* bind_done may run inside fd_cm_bind (and set 0) */
+		int64_t id = fd_cm_bind(c->a->d->cm, (struct sockaddr *)&ss, m->addr_len, o->u.qp.qpn,
+					m->dest_qpn, o->u.qp.type, o->u.qp.order, m->timeout_ms,
+					bind_done, o);
+
+		if (id < 0) {
+			o->u.qp.cm_id = 0;
+			return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		}
+		if (o->u.qp.cm_id == -1)
+			o->u.qp.cm_id = id;
+		return reply(c, h, 0, NULL, 0, NULL, 0);
+	}
+	if (connected && to == FC_RDMA_QPS_RTS && binding) {
+		o->u.qp.want_rts = 1; /* bind_done applies it */
+		return reply(c, h, 0, NULL, 0, NULL, 0);
+	}
+	if (connected && to == FC_RDMA_QPS_RESET && o->u.qp.cm_id > 0)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0); /* its connection is for good */
+	if (to == FC_RDMA_QPS_ERR && binding) {
+		fd_cm_close(c->a->d->cm, o->u.qp.cm_id);
+		o->u.qp.cm_id = 0;
+	}
+	rc = fc_rdma_qp_modify(d, o->u.qp.qpn, &at);
+	fd_kick(c->a->d); /* RTS: what waits in the send ring goes */
+	return reply(c, h, rc, NULL, 0, NULL, 0);
+}
+
+static int do_query_qp(struct client *c, const struct fc_api_hdr *h, uint32_t handle)
+{
+	struct obj *o = obj_get(c, handle, OBJ_QP);
+	struct fc_api_query_qp_rep rep = { 0 };
+	int s;
+
+	if (!o)
+		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
+	if (o->u.qp.state == QP_CONNECTING)
+		return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
+	s = fc_rdma_qp_state(fc_node_rdma(c->a->d->node), o->u.qp.qpn);
+	if (s < 0 || s > FC_RDMA_QPS_ERR)
+		return reply(c, h, -EIO, NULL, 0, NULL, 0);
+	rep.state = to_public_state[s];
+	if (o->u.qp.by_api && o->u.qp.cm_id > 0 && !o->u.qp.connected && s == FC_RDMA_QPS_INIT)
+		rep.state = o->u.qp.want_rts ? FALCON_QPS_RTS : FALCON_QPS_RTR; /* as asked */
+	rep.connected = o->u.qp.type != FC_RDMA_QPT_UD &&
+			(!o->u.qp.by_api || o->u.qp.connected) && s != FC_RDMA_QPS_ERR;
+	rep.qpn = o->u.qp.qpn;
+	rep.remote_qpn = o->u.qp.rqpn;
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+/* ---- address handles and XRC domains ---- */
+
+static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
+{
+	struct obj *o = ctx;
+	struct client *c = o->c;
+	struct fc_api_hdr h = { .type = FC_API_CREATE_AH, .seq = o->u.ah.seq };
+	struct fc_api_create_ah_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16 };
+	struct obj *pd = obj_get(c, o->u.ah.pd_h, OBJ_PD);
+	struct fc_txn *t = status ? NULL : fd_cm_conn(c->a->d->cm, o->u.ah.cm_id);
+
+	(void)qpn;
+	(void)rqpn;
+	if (!status && (!t || !pd))
+		status = -EIO;
+	if (!status)
+		status = fc_rdma_ah_create(fc_node_rdma(c->a->d->node), pd->u.pd.pd, t, &o->u.ah.ahn);
+	if (status) {
+		if (!t)
+			o->u.ah.cm_id = 0; /* the CM has freed its record */
+		ah_release(c->a, o);
+		reply(c, &h, status, NULL, 0, NULL, 0);
+		return;
+	}
+	c->pending--;
+	o->u.ah.ready = 1;
+	rep.ahn = o->u.ah.ahn;
+	reply(c, &h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_ah *m = body;
+	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
+	struct sockaddr_storage ss;
+	uint32_t handle;
+	int64_t id;
+
+	if (!pd)
+		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
+	if (!m->addr_len || m->addr_len > sizeof(m->addr) || m->pad[0] || m->pad[1] || m->pad[2])
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (c->pending >= 16)
+		return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_AH, &handle)))
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	o->u.ah.pd_h = m->pd;
+	o->u.ah.seq = h->seq;
+	pd->refs++;
+	c->pending++;
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, m->addr, m->addr_len);
+	id = fd_cm_ah(c->a->d->cm, (struct sockaddr *)&ss, m->addr_len, m->timeout_ms, ah_done, o);
+	if (id < 0) {
+		ah_release(c->a, o);
+		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+	}
+	o->u.ah.cm_id = id;
+	return 0; /* the reply comes from ah_done */
+}
+
+static int do_open_xrcd(struct client *c, const struct fc_api_hdr *h)
+{
+	struct fc_api_handle rep = { 0 };
+	struct obj *o = obj_new(c, OBJ_XRCD, &rep.handle);
+
+	if (!o)
+		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if (!++c->a->next_xrcd) /* daemon-wide, never 0 */
+		c->a->next_xrcd = 1;
+	o->u.xrcd.num = c->a->next_xrcd;
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
 static int do_connect(struct client *c, const struct fc_api_hdr *h, const void *body)
@@ -696,10 +1016,13 @@ static int do_connect(struct client *c, const struct fc_api_hdr *h, const void *
 
 	if (m->addr_len > sizeof(m->addr) || m->addr_len > sizeof(ss) || !m->service)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (m->qp.type != FALCON_QPT_RC && m->qp.type != FALCON_QPT_XRC_SEND)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	memset(&ss, 0, sizeof(ss));
 	memcpy(&ss, m->addr, m->addr_len);
 	if ((rc = qp_prepare(c, h, &m->qp, &spec, &o)))
 		return reply(c, h, rc, NULL, 0, NULL, 0);
+	c->pending++;
 	id = fd_cm_connect(c->a->d->cm, (struct sockaddr *)&ss, m->addr_len, m->service, &spec,
 			   m->timeout_ms, qp_done, o);
 	if (id < 0) {
@@ -721,8 +1044,11 @@ static int do_accept(struct client *c, const struct fc_api_hdr *h, const void *b
 
 	if (!l)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
+	if (m->qp.type != FALCON_QPT_RC && m->qp.type != FALCON_QPT_XRC_RECV)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	if ((rc = qp_prepare(c, h, &m->qp, &spec, &o)))
 		return reply(c, h, rc, NULL, 0, NULL, 0);
+	c->pending++;
 	o->u.qp.cm_id = -1; /* set below; qp_done may run inside fd_cm_accept */
 	id = fd_cm_accept(c->a->d->cm, l->u.lst.service, &spec, m->timeout_ms, qp_done, o);
 	if (id < 0) {
@@ -735,7 +1061,14 @@ static int do_accept(struct client *c, const struct fc_api_hdr *h, const void *b
 	return 0;
 }
 
-/* Destroy an object QPs may use (a CQ, an SRQ): -ENOENT (none), -EBUSY (in use), 0. */
+static void obj_release(struct fd_api *a, struct obj *o)
+{
+	(void)a;
+	obj_put(o);
+}
+
+/* Destroy an object QPs may use (a CQ, an SRQ, an XRC domain): -ENOENT (none), -EBUSY
+ * (in use), 0. */
 static int release_unused(struct fd_api *a, struct obj *o,
 			  void (*release)(struct fd_api *, struct obj *))
 {
@@ -788,6 +1121,15 @@ static int do_destroy(struct client *c, const struct fc_api_hdr *h, uint32_t han
 	case FC_API_DESTROY_SRQ:
 		rc = release_unused(a, obj_get(c, handle, OBJ_SRQ), srq_release);
 		break;
+	case FC_API_DESTROY_AH:
+		if (!(o = obj_get(c, handle, OBJ_AH)) || !o->u.ah.ready)
+			rc = o ? -EBUSY : -ENOENT;
+		else
+			ah_release(a, o);
+		break;
+	case FC_API_CLOSE_XRCD:
+		rc = release_unused(a, obj_get(c, handle, OBJ_XRCD), obj_release);
+		break;
 	}
 	return reply(c, h, rc, NULL, 0, NULL, 0);
 }
@@ -839,11 +1181,18 @@ static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsi
 	case FC_API_LISTEN: do_listen(c, h, body); break;
 	case FC_API_CONNECT: do_connect(c, h, body); break;
 	case FC_API_ACCEPT: do_accept(c, h, body); break;
+	case FC_API_CREATE_QP: do_create_qp(c, h, body); break;
+	case FC_API_MODIFY_QP: do_modify_qp(c, h, body); break;
+	case FC_API_CREATE_AH: do_create_ah(c, h, body); break;
+	case FC_API_OPEN_XRCD: do_open_xrcd(c, h); break;
 	default: {
 		struct fc_api_handle hd;
 
 		memcpy(&hd, body, sizeof(hd));
-		do_destroy(c, h, hd.handle);
+		if (h->type == FC_API_QUERY_QP)
+			do_query_qp(c, h, hd.handle);
+		else
+			do_destroy(c, h, hd.handle);
 	}
 	}
 	return 0;
@@ -992,13 +1341,18 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 				}
 				continue;
 			}
-			if (o->type != OBJ_QP || o->u.qp.state != QP_READY)
+			if (o->type != OBJ_QP || o->u.qp.state != QP_READY || !o->u.qp.rings)
 				continue;
-			struct fc_ring_hdr *sq = o->u.qp.rings;
-			struct fc_ring_hdr *rq = (void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off);
+			struct fc_ring_hdr *sq = o->u.qp.type != FC_RDMA_QPT_XRC_TGT ? o->u.qp.rings : NULL;
+			struct fc_ring_hdr *rq = o->u.qp.rq_off ?
+				(void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off) : NULL;
 
-			__atomic_store_n(&sq->need_wakeup, (uint32_t)going_to_sleep, __ATOMIC_RELAXED);
-			__atomic_store_n(&rq->need_wakeup, (uint32_t)going_to_sleep, __ATOMIC_RELAXED);
+			if (sq)
+				__atomic_store_n(&sq->need_wakeup, (uint32_t)going_to_sleep,
+						 __ATOMIC_RELAXED);
+			if (rq)
+				__atomic_store_n(&rq->need_wakeup, (uint32_t)going_to_sleep,
+						 __ATOMIC_RELAXED);
 			/* pairs with the client's fence between publishing and reading the flag */
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 			int rc = fc_rdma_qp_doorbell(d, o->u.qp.qpn, now);
@@ -1096,6 +1450,7 @@ size_t fd_api_json_qps(const struct fd_api *a, char *buf, size_t cap)
 {
 	const struct fc_rdma *d = fc_node_rdma(a->d->node);
 	static const char *const st[] = { "reset", "init", "rtr", "rts", "error" };
+	static const char *const qpt_name[] = { "?", "rc", "ud", "xrc_send", "xrc_recv" };
 	struct fd_json j;
 
 	fd_json_init(&j, buf, cap);
@@ -1111,6 +1466,8 @@ size_t fd_api_json_qps(const struct fd_api *a, char *buf, size_t cap)
 			fd_json_open(&j, NULL, '{');
 			fd_json_kv(&j, "client", "%u", c->id);
 			fd_json_kv(&j, "qpn", "%u", o->u.qp.qpn);
+			fd_json_kstr(&j, "type", qpt_name[o->u.qp.type < 5 ? o->u.qp.type : 0]);
+			fd_json_kstr(&j, "made_by", o->u.qp.by_api ? "create_qp" : "connect");
 			fd_json_kv(&j, "remote_qpn", "%u", o->u.qp.rqpn);
 			fd_json_kstr(&j, "state", o->u.qp.state == QP_CONNECTING ? "connecting" :
 				     s >= 0 && s <= 4 ? st[s] : "broken");
@@ -1168,6 +1525,7 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "ring_broken", "%llu", (unsigned long long)a->st.ring_broken);
 	fd_json_kv(&j, "doorbells", "%llu", (unsigned long long)a->st.doorbells);
 	fd_json_kv(&j, "mr_by_copy", "%llu", (unsigned long long)a->st.mr_by_copy);
+	fd_json_kv(&j, "bind_failed", "%llu", (unsigned long long)a->st.bind_failed);
 	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);

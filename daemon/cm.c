@@ -21,6 +21,20 @@
  * state (its client sees flushed completions) and answers; DREQ is resent until DREP, a
  * bounded number of times.
  *
+ * The same exchange sets up three kinds of connection (REQ's kind):
+ *   service  falcon_connect / falcon_accept: the CM creates both QPs (RC, or an XRC
+ *            initiator at the initiator and an XRC target at the target), above.
+ *   bind     falcon_modify_qp to RTR (verbs style): both QPs exist already (INIT) and each
+ *            side names the other's QPN; the CM opens a connection and binds both QPs to
+ *            it (RTR). Each side sends REQ when its client moves its QP to RTR; a REQ
+ *            that finds the named QP not yet there waits as a service REQ waits for an
+ *            accept; two REQs that cross are settled by their random txids (the larger
+ *            one's sender stays the initiator, the other side becomes its target).
+ *   ah       falcon_create_ah: an M:N, unordered connection with no QP, which UD QPs of
+ *            either side's clients send through (6.6.3); the target keeps it until DREQ.
+ * Connections the engine cannot close yet (a UD work request still holds one) are
+ * retried from a timer until it can.
+ *
  * Every message carries the hello: protocol version and feature bits supported and
  * required. A peer that requires what we lack, or speaks another version, is refused
  * (REJ with the reason) and the reason is logged on both sides. The security issue puts
@@ -57,12 +71,17 @@ enum cm_reason {
 	CM_R_NO_RESOURCES,
 	CM_R_BACKLOG_FULL,
 	CM_R_ABORTED,
+	CM_R_NO_QP,
+	CM_R_QP_TYPE,
 };
 
 static const char *const reason_name[] = {
 	"none", "no listener on that service", "CM version mismatch", "feature mismatch",
-	"no resources", "backlog full", "aborted",
+	"no resources", "backlog full", "aborted", "no such QP", "QP types do not pair",
 };
+
+enum cm_kind { KIND_SERVICE = 0, KIND_BIND, KIND_AH };
+static const char *const kind_name[] = { "service", "bind", "ah" };
 
 /* On the wire, big endian. */
 struct cm_wire {
@@ -75,10 +94,15 @@ struct cm_wire {
 	uint32_t cid;          /* the sender's local CID */
 	uint32_t qpn;          /* the sender's QP (REP, RTU, DREQ) */
 	uint32_t psn_req, psn_data, rsn; /* the sender's initial transmit PSNs and RSN */
-	uint8_t ordering, pad[3];
+	uint8_t ordering;
+	uint8_t kind;          /* enum cm_kind */
+	uint8_t qp_type;       /* the sender's QP type (enum fc_rdma_qp_type; ah: 0) */
+	uint8_t pad;
 	uint32_t dest_cid;     /* DREQ / DREP: the receiver's CID */
+	uint32_t dest_qpn;     /* REQ of a bind: the receiver's QP */
+	uint32_t pad2;
 };
-_Static_assert(sizeof(struct cm_wire) == 56, "cm message");
+_Static_assert(sizeof(struct cm_wire) == 64, "cm message");
 
 enum cm_role { ROLE_INI = 1, ROLE_TGT };
 
@@ -110,7 +134,8 @@ struct cm_peer {
 struct cm_rec {
 	struct cm_rec *next;
 	int64_t id;
-	uint8_t role, state;
+	uint8_t role, state, kind;
+	uint8_t qp_type, peer_qp_type; /* enum fc_rdma_qp_type; 0 for an ah connection */
 	uint16_t service;
 	struct fd_cm *cm;
 	struct sockaddr_storage cm_addr; /* the peer daemon's CM address */
@@ -140,10 +165,16 @@ struct cm_listener {
 	int used;
 };
 
+#define CM_CLOSING_MAX 256u
+#define CM_BIND_BACKLOG_MAX 64u
+
 struct fd_cm {
 	struct fd_daemon *d;
 	int fd;
 	ev_io w;
+	struct fc_txn *closing[CM_CLOSING_MAX]; /* connections the engine could not close yet */
+	uint32_t nclosing;
+	ev_timer closing_w;
 	struct cm_rec *recs;
 	uint32_t nrecs;
 	int64_t next_id;
@@ -152,7 +183,7 @@ struct fd_cm {
 	struct cm_listener lst[CM_LISTENERS_MAX];
 	struct {
 		uint64_t rx, tx, rx_bad, rx_stale, rejects_sent, rejects_rcvd, retries;
-		uint64_t established, timeouts, closed, fault_drops;
+		uint64_t established, timeouts, closed, fault_drops, close_deferred;
 	} st;
 	uint64_t rng;             /* the CM fault knob's */
 };
@@ -248,7 +279,10 @@ static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sock
 		m.psn_data = htonl(r->my_psn_data);
 		m.rsn = htonl(r->my_rsn);
 		m.ordering = r->ordering;
+		m.kind = r->kind;
+		m.qp_type = r->qp_type;
 		m.dest_cid = htonl(r->rcid);
+		m.dest_qpn = htonl(r->rqpn);
 	}
 	if (fault_drop(cm))
 		return;
@@ -298,6 +332,38 @@ static void rec_destroy_qp(struct cm_rec *r)
 	}
 }
 
+/* A connection still held by work requests (a UD QP's, through an AH) is closed when
+ * they have completed: retried every CM_CLOSING_RETRY_MS. */
+#define CM_CLOSING_RETRY_MS 20.
+
+static void closing_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct fd_cm *cm = w->data;
+	uint32_t k = 0;
+
+	(void)revents;
+	for (uint32_t i = 0; i < cm->nclosing; i++)
+		if (fc_node_conn_close(cm->d->node, cm->closing[i]) == -EBUSY)
+			cm->closing[k++] = cm->closing[i];
+	cm->nclosing = k;
+	if (!k)
+		ev_timer_stop(loop, w);
+}
+
+static void close_later(struct fd_cm *cm, struct fc_txn *t)
+{
+	if (cm->nclosing == CM_CLOSING_MAX) {
+		LOG_W("cm: %u connections wait to close: one more is left open", CM_CLOSING_MAX);
+		return;
+	}
+	cm->closing[cm->nclosing++] = t;
+	cm->st.close_deferred++;
+	if (!ev_is_active(&cm->closing_w)) {
+		ev_timer_set(&cm->closing_w, CM_CLOSING_RETRY_MS / 1e3, CM_CLOSING_RETRY_MS / 1e3);
+		ev_timer_start(cm->d->loop, &cm->closing_w);
+	}
+}
+
 /* Undo the engine side: QP, connection, reserved CID. */
 static void rec_release(struct cm_rec *r)
 {
@@ -307,7 +373,9 @@ static void rec_release(struct cm_rec *r)
 	if (r->t) {
 		int rc = fc_node_conn_close(n, r->t);
 
-		if (rc)
+		if (rc == -EBUSY)
+			close_later(r->cm, r->t);
+		else if (rc)
 			LOG_W("cm: closing connection %#x: %s", r->lcid, strerror(-rc));
 		r->t = NULL;
 		r->have_lcid = 0;
@@ -360,7 +428,8 @@ static int open_conn(struct cm_rec *r)
 
 	fc_txn_conn_cfg_default(&c);
 	c.pdl.remote_cid = r->rcid;
-	c.pdl.ordered = r->ordering == FC_RDMA_ORDER_STRONG;
+	c.pdl.ordered = r->kind != KIND_AH && r->ordering == FC_RDMA_ORDER_STRONG;
+	c.mn = r->kind == KIND_AH; /* UD: any QP to any QP, 6.6.3 */
 	c.pdl.tx_psn[0] = r->my_psn_req;
 	c.pdl.tx_psn[1] = r->my_psn_data;
 	c.pdl.rx_psn[0] = r->peer_psn_req;
@@ -376,6 +445,17 @@ static int open_conn(struct cm_rec *r)
 	return r->t ? 0 : -errno;
 }
 
+/* May a QP of type mine be connected to one of type theirs? RC to RC, an XRC initiator
+ * to an XRC target. */
+static int types_pair(uint8_t mine, uint8_t theirs)
+{
+	return (mine == FC_RDMA_QPT_RC && theirs == FC_RDMA_QPT_RC) ||
+	       (mine == FC_RDMA_QPT_XRC_INI && theirs == FC_RDMA_QPT_XRC_TGT) ||
+	       (mine == FC_RDMA_QPT_XRC_TGT && theirs == FC_RDMA_QPT_XRC_INI);
+}
+
+/* The connection's QP: created here (service), or the client's own QP bound to the
+ * connection and moved to RTR (bind: the peer's QPN is known already), or none (ah). */
 static int make_qp(struct cm_rec *r)
 {
 	struct fc_rdma *d = fc_node_rdma(r->cm->d->node);
@@ -383,24 +463,36 @@ static int make_qp(struct cm_rec *r)
 	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_INIT };
 	int rc;
 
+	if (r->kind == KIND_AH)
+		return 0;
+	if (r->kind == KIND_BIND) {
+		at = (struct fc_rdma_qp_attr){ .state = FC_RDMA_QPS_RTR, .remote_qpn = r->rqpn,
+					       .conn = r->t };
+		return fc_rdma_qp_modify(d, r->lqpn, &at);
+	}
 	q.conn = r->t;
 	q.order = r->ordering;
 	if ((rc = fc_rdma_qp_create(d, &q, &r->lqpn)))
 		return rc;
 	r->have_qp = 1;
-	if ((rc = fc_rdma_qp_attach_rings(d, r->lqpn, r->spec.sq, r->spec.sq_bytes, r->spec.rq,
-					  r->spec.rq_bytes)) ||
+	if (((r->spec.sq || r->spec.rq) && /* an XRC target has no rings */
+	     (rc = fc_rdma_qp_attach_rings(d, r->lqpn, r->spec.sq, r->spec.sq_bytes, r->spec.rq,
+					   r->spec.rq_bytes))) ||
 	    (rc = fc_rdma_qp_modify(d, r->lqpn, &at)))
 		return rc;
 	return 0;
 }
 
+/* The service QP to RTS (a bound QP goes to RTS when its client says so). */
 static int qp_ready(struct cm_rec *r)
 {
 	struct fc_rdma *d = fc_node_rdma(r->cm->d->node);
 	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_RTR, .remote_qpn = r->rqpn };
-	int rc = fc_rdma_qp_modify(d, r->lqpn, &at);
+	int rc;
 
+	if (r->kind != KIND_SERVICE)
+		return 0;
+	rc = fc_rdma_qp_modify(d, r->lqpn, &at);
 	at.state = FC_RDMA_QPS_RTS;
 	return rc ? rc : fc_rdma_qp_modify(d, r->lqpn, &at);
 }
@@ -430,9 +522,9 @@ static void established(struct cm_rec *r)
 	r->cm->st.established++;
 	if (p)
 		p->conns++;
-	LOG_I("cm: connection %#x <-> %#x with %s established (service %u, QP %u <-> %u)",
-	      r->lcid, r->rcid, addr_str(&r->cm_addr, a, sizeof(a)), r->service, r->lqpn,
-	      r->rqpn);
+	LOG_I("cm: connection %#x <-> %#x with %s established (%s %u, QP %u <-> %u)",
+	      r->lcid, r->rcid, addr_str(&r->cm_addr, a, sizeof(a)), kind_name[r->kind],
+	      r->service, r->lqpn, r->rqpn);
 	r->done = NULL;
 	if (done)
 		done(r->ctx, 0, r->lqpn, r->rqpn);
@@ -444,6 +536,16 @@ static void tgt_bind(struct cm_rec *r)
 	struct fc_node *n = r->cm->d->node;
 	int rc;
 
+	if (r->kind == KIND_SERVICE)
+		r->qp_type = r->spec.init.type;
+	if (r->kind != KIND_AH && !types_pair(r->qp_type, r->peer_qp_type)) {
+		LOG_W("cm: a %s request pairs QP types %u and %u: refused", kind_name[r->kind],
+		      r->peer_qp_type, r->qp_type);
+		send_msg(r->cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_QP_TYPE, r->txid);
+		r->cm->st.rejects_sent++;
+		rec_fail(r, -EPROTOTYPE);
+		return;
+	}
 	r->my_psn_req = (uint32_t)rand64();
 	r->my_psn_data = (uint32_t)rand64();
 	r->my_rsn = (uint32_t)rand64();
@@ -459,7 +561,8 @@ static void tgt_bind(struct cm_rec *r)
 	rec_arm(r, r->deadline_ns - fd_now_ns());
 	return;
 fail:
-	LOG_W("cm: cannot accept a request for service %u: %s", r->service, strerror(-rc));
+	LOG_W("cm: cannot accept a %s request (service %u, QP %u): %s", kind_name[r->kind],
+	      r->service, r->lqpn, strerror(-rc));
 	send_msg(r->cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_RESOURCES, r->txid);
 	r->cm->st.rejects_sent++;
 	rec_fail(r, rc);
@@ -477,13 +580,126 @@ static struct cm_rec *find_tx(struct fd_cm *cm, const struct sockaddr_storage *f
 	return NULL;
 }
 
+/* What a REQ tells its target. */
+static void req_fields(struct cm_rec *r, const struct cm_wire *m,
+		       const struct sockaddr_storage *from, socklen_t len)
+{
+	memcpy(&r->cm_addr, from, len);
+	r->cm_len = len;
+	r->txid = be64toh(m->txid);
+	r->service = ntohs(m->service);
+	r->peer_data_port = ntohs(m->data_port);
+	r->rcid = ntohl(m->cid);
+	r->peer_psn_req = ntohl(m->psn_req);
+	r->peer_psn_data = ntohl(m->psn_data);
+	r->peer_rsn = ntohl(m->rsn);
+	r->peer_qp_type = m->qp_type;
+	r->ordering = m->ordering == FC_RDMA_ORDER_WEAK ? FC_RDMA_ORDER_WEAK : FC_RDMA_ORDER_STRONG;
+}
+
+static void reject(struct fd_cm *cm, const struct sockaddr_storage *to, socklen_t len,
+		   uint16_t why, uint64_t txid)
+{
+	send_msg(cm, NULL, to, len, CM_REJ, why, txid);
+	cm->st.rejects_sent++;
+}
+
+static void on_req_service(struct fd_cm *cm, const struct cm_wire *m,
+			   const struct sockaddr_storage *from, socklen_t len)
+{
+	uint16_t service = ntohs(m->service);
+	struct cm_listener *l = listener_of(cm, service);
+	struct cm_rec *r, *w = NULL;
+
+	if (!l) {
+		reject(cm, from, len, CM_R_NO_LISTENER, be64toh(m->txid));
+		return;
+	}
+	for (struct cm_rec *x = cm->recs; x; x = x->next)
+		if (x->state == ST_ACCEPT_WAIT && x->service == service)
+			w = x; /* the list is newest first: the last match waited longest */
+	if (!w && l->queued >= l->backlog) {
+		reject(cm, from, len, CM_R_BACKLOG_FULL, be64toh(m->txid));
+		return;
+	}
+	r = w ? w : rec_new(cm, ROLE_TGT, ST_BACKLOG);
+	if (!r)
+		return;
+	req_fields(r, m, from, len);
+	if (w) {
+		tgt_bind(r);
+	} else {
+		l->queued++;
+		rec_arm(r, CM_BACKLOG_TTL_NS);
+	}
+}
+
+/* A bind REQ names our QP (dest_qpn) and theirs (qpn). Our client binds the pair when it
+ * moves its QP to RTR naming them (fd_cm_bind): if it has, the REQs crossed; if not, the
+ * REQ waits for it, as a service REQ waits for an accept. */
+static void on_req_bind(struct fd_cm *cm, const struct cm_wire *m,
+			const struct sockaddr_storage *from, socklen_t len)
+{
+	uint32_t dest = ntohl(m->dest_qpn) & FC_RDMA_QPN_MASK, src = ntohl(m->qpn) & FC_RDMA_QPN_MASK;
+	uint64_t txid = be64toh(m->txid);
+	uint32_t nbacklog = 0;
+	struct cm_rec *r;
+
+	for (struct cm_rec *x = cm->recs; x; x = x->next) {
+		if (x->kind != KIND_BIND)
+			continue;
+		nbacklog += x->state == ST_BACKLOG;
+		if (x->lqpn != dest || x->rqpn != src || !same_sa(&x->cm_addr, x->cm_len, from, len))
+			continue;
+		if (x->role == ROLE_INI && x->state == ST_REQ_SENT && txid > x->txid) {
+			/* crossed, and theirs is the larger txid: we become its target */
+			ev_timer_stop(cm->d->loop, &x->w);
+			fc_node_cid_release(cm->d->node, x->lcid);
+			x->have_lcid = 0;
+			x->role = ROLE_TGT;
+			req_fields(x, m, from, len);
+			tgt_bind(x);
+		} else if (x->role == ROLE_TGT && x->state == ST_BACKLOG) {
+			req_fields(x, m, from, len); /* the peer started again: its newest REQ */
+		} else {
+			cm->st.rx_stale++; /* crossed and ours wins, or done already */
+		}
+		return;
+	}
+	if (fc_rdma_qp_state(fc_node_rdma(cm->d->node), dest) < 0) {
+		reject(cm, from, len, CM_R_NO_QP, txid);
+		return;
+	}
+	if (nbacklog >= CM_BIND_BACKLOG_MAX) {
+		reject(cm, from, len, CM_R_BACKLOG_FULL, txid);
+		return;
+	}
+	if (!(r = rec_new(cm, ROLE_TGT, ST_BACKLOG)))
+		return;
+	r->kind = KIND_BIND;
+	r->lqpn = dest;
+	r->rqpn = src;
+	req_fields(r, m, from, len);
+	rec_arm(r, CM_BACKLOG_TTL_NS);
+}
+
+/* An ah connection needs nobody's consent here: it has no QP of ours. */
+static void on_req_ah(struct fd_cm *cm, const struct cm_wire *m,
+		      const struct sockaddr_storage *from, socklen_t len)
+{
+	struct cm_rec *r = rec_new(cm, ROLE_TGT, ST_BACKLOG);
+
+	if (!r)
+		return;
+	r->kind = KIND_AH;
+	req_fields(r, m, from, len);
+	tgt_bind(r);
+}
+
 static void on_req(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
 		   socklen_t len)
 {
-	uint64_t txid = be64toh(m->txid);
-	struct cm_rec *r = find_tx(cm, from, len, txid, ROLE_TGT), *w = NULL;
-	uint16_t service = ntohs(m->service);
-	struct cm_listener *l;
+	struct cm_rec *r = find_tx(cm, from, len, be64toh(m->txid), ROLE_TGT);
 
 	if (r) { /* a repeated REQ: our REP was lost */
 		if (r->state == ST_REP_SENT || r->state == ST_ESTABLISHED)
@@ -491,38 +707,11 @@ static void on_req(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 		cm->st.rx_stale++;
 		return;
 	}
-	l = listener_of(cm, service);
-	if (!l) {
-		send_msg(cm, NULL, from, len, CM_REJ, CM_R_NO_LISTENER, txid);
-		cm->st.rejects_sent++;
-		return;
-	}
-	for (struct cm_rec *x = cm->recs; x; x = x->next)
-		if (x->state == ST_ACCEPT_WAIT && x->service == service)
-			w = x; /* the list is newest first: the last match waited longest */
-	if (!w && l->queued >= l->backlog) {
-		send_msg(cm, NULL, from, len, CM_REJ, CM_R_BACKLOG_FULL, txid);
-		cm->st.rejects_sent++;
-		return;
-	}
-	r = w ? w : rec_new(cm, ROLE_TGT, ST_BACKLOG);
-	if (!r)
-		return;
-	memcpy(&r->cm_addr, from, len);
-	r->cm_len = len;
-	r->txid = txid;
-	r->service = service;
-	r->peer_data_port = ntohs(m->data_port);
-	r->rcid = ntohl(m->cid);
-	r->peer_psn_req = ntohl(m->psn_req);
-	r->peer_psn_data = ntohl(m->psn_data);
-	r->peer_rsn = ntohl(m->rsn);
-	r->ordering = m->ordering == FC_RDMA_ORDER_WEAK ? FC_RDMA_ORDER_WEAK : FC_RDMA_ORDER_STRONG;
-	if (w) {
-		tgt_bind(r);
-	} else {
-		l->queued++;
-		rec_arm(r, CM_BACKLOG_TTL_NS);
+	switch (m->kind) {
+	case KIND_SERVICE: on_req_service(cm, m, from, len); return;
+	case KIND_BIND: on_req_bind(cm, m, from, len); return;
+	case KIND_AH: on_req_ah(cm, m, from, len); return;
+	default: cm->st.rx_bad++; return;
 	}
 }
 
@@ -538,6 +727,14 @@ static void on_rep(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
 	}
 	if (r->state != ST_REQ_SENT)
 		return;
+	if ((r->kind != KIND_AH && !types_pair(r->qp_type, m->qp_type)) ||
+	    (r->kind == KIND_BIND && (ntohl(m->qpn) & FC_RDMA_QPN_MASK) != r->rqpn)) {
+		LOG_W("cm: the answer for QP %u pairs it with a QP of type %u, number %u: refused",
+		      r->lqpn, m->qp_type, ntohl(m->qpn));
+		reject(cm, &r->cm_addr, r->cm_len, CM_R_QP_TYPE, r->txid);
+		rec_fail(r, -EPROTOTYPE);
+		return;
+	}
 	r->rcid = ntohl(m->cid);
 	r->rqpn = ntohl(m->qpn) & FC_RDMA_QPN_MASK;
 	r->peer_data_port = ntohs(m->data_port);
@@ -546,7 +743,8 @@ static void on_rep(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
 	r->peer_rsn = ntohl(m->rsn);
 	if ((rc = peer_data(r)) || (rc = fc_node_cid_bind(n, r->lcid, r->node_peer)) ||
 	    (rc = open_conn(r)) || (rc = make_qp(r)) || (rc = qp_ready(r))) {
-		LOG_W("cm: connecting to service %u: %s", r->service, strerror(-rc));
+		LOG_W("cm: connecting (%s %u, QP %u): %s", kind_name[r->kind], r->service, r->lqpn,
+		      strerror(-rc));
 		send_msg(cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_RESOURCES, r->txid);
 		cm->st.rejects_sent++;
 		rec_fail(r, rc);
@@ -589,9 +787,10 @@ static void on_rej(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
 	cm->st.rejects_rcvd++;
 	if (r->state != ST_REQ_SENT && r->state != ST_RTU_SENT && r->state != ST_REP_SENT)
 		return;
-	LOG_W("cm: %s refused service %u: %s", addr_str(&r->cm_addr, a, sizeof(a)), r->service,
-	      why < sizeof(reason_name) / sizeof(reason_name[0]) ? reason_name[why] : "?");
-	rec_fail(r, -ECONNREFUSED);
+	LOG_W("cm: %s refused a %s connection (service %u, QP %u -> %u): %s",
+	      addr_str(&r->cm_addr, a, sizeof(a)), kind_name[r->kind], r->service, r->lqpn,
+	      r->rqpn, why < sizeof(reason_name) / sizeof(reason_name[0]) ? reason_name[why] : "?");
+	rec_fail(r, why == CM_R_QP_TYPE ? -EPROTOTYPE : -ECONNREFUSED);
 }
 
 static struct cm_rec *find_conn(struct fd_cm *cm, const struct sockaddr_storage *from,
@@ -618,10 +817,11 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 		 * first, so what it acknowledged completes instead of being flushed (the loop
 		 * may have been handed both sockets at once, the CM's first) */
 		fd_rx(cm->d);
-		fc_rdma_qp_modify(fc_node_rdma(cm->d->node), r->lqpn, &at);
+		if (r->kind != KIND_AH)
+			fc_rdma_qp_modify(fc_node_rdma(cm->d->node), r->lqpn, &at);
 		r->state = ST_REMOTE_CLOSED;
-		LOG_I("cm: %s closed connection %#x: QP %u in error", addr_str(from, a, sizeof(a)),
-		      r->lcid, r->lqpn);
+		LOG_I("cm: %s closed %s connection %#x (QP %u in error)",
+		      addr_str(from, a, sizeof(a)), kind_name[r->kind], r->lcid, r->lqpn);
 		fd_kick(cm->d);
 	}
 	/* answer in any case: our DREP may have been lost after we forgot the record */
@@ -633,6 +833,8 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 	if (!fault_drop(cm) &&
 	    sendto(cm->fd, &rep, sizeof(rep), 0, (const struct sockaddr *)from, len) == sizeof(rep))
 		cm->st.tx++;
+	if (r && r->kind == KIND_AH && r->role == ROLE_TGT) /* no client holds it */
+		rec_free(r);
 }
 
 static int hello_ok(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
@@ -844,6 +1046,8 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 		return NULL;
 	cm->d = d;
 	cm->rng = d->cfg.fault.seed ^ 0x5DEECE66Dull;
+	ev_timer_init(&cm->closing_w, closing_cb, 0., 0.);
+	cm->closing_w.data = cm;
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, d->cfg.listen_addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
@@ -892,6 +1096,9 @@ void fd_cm_free(struct fd_cm *cm)
 		r->done = NULL;
 		rec_free(r);
 	}
+	ev_timer_stop(cm->d->loop, &cm->closing_w);
+	for (uint32_t i = 0; i < cm->nclosing; i++) /* the node frees what is left */
+		LOG_D("cm: connection %p still held at shutdown", (void *)cm->closing[i]);
 	ev_io_stop(cm->d->loop, &cm->w);
 	close(cm->fd);
 	free(cm);
@@ -909,14 +1116,16 @@ static uint64_t bound_ns(const struct fd_cm *cm, int timeout_ms)
 	return (uint64_t)timeout_ms * 1000000ull;
 }
 
-int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
-		      uint16_t service, const struct fd_qp_spec *qp, int timeout_ms,
-		      fd_cm_done_fn done, void *ctx)
+/* An initiator's record: REQ sent, retried until the deadline. Returns it (*out) with
+ * the connection id, or -errno. */
+static int64_t ini_start(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
+			 uint8_t kind, int timeout_ms, fd_cm_done_fn done, void *ctx,
+			 struct cm_rec **out)
 {
 	struct cm_rec *r;
 	int rc;
 
-	if (!peer || len > sizeof(r->cm_addr) || !service ||
+	if (!peer || len > sizeof(r->cm_addr) ||
 	    (peer->sa_family != AF_INET && peer->sa_family != AF_INET6) ||
 	    (peer->sa_family == AF_INET && len < sizeof(struct sockaddr_in)) ||
 	    (peer->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)))
@@ -928,11 +1137,8 @@ int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t l
 		return -ENOMEM;
 	memcpy(&r->cm_addr, peer, len);
 	r->cm_len = len;
-	r->service = service;
+	r->kind = kind;
 	r->txid = rand64();
-	r->spec = *qp;
-	r->have_spec = 1;
-	r->ordering = qp->init.order;
 	r->my_psn_req = (uint32_t)rand64();
 	r->my_psn_data = (uint32_t)rand64();
 	r->my_rsn = (uint32_t)rand64();
@@ -944,9 +1150,85 @@ int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t l
 	r->done = done;
 	r->ctx = ctx;
 	r->deadline_ns = fd_now_ns() + bound_ns(cm, timeout_ms);
-	rec_send(r, CM_REQ);
-	rec_arm(r, (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull);
+	*out = r;
 	return r->id;
+}
+
+static void ini_send(struct cm_rec *r)
+{
+	rec_send(r, CM_REQ);
+	rec_arm(r, (uint64_t)r->cm->d->cfg.cm_retry_ms * 1000000ull);
+}
+
+int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
+		      uint16_t service, const struct fd_qp_spec *qp, int timeout_ms,
+		      fd_cm_done_fn done, void *ctx)
+{
+	struct cm_rec *r;
+	int64_t id;
+
+	if (!service)
+		return -EINVAL;
+	if ((id = ini_start(cm, peer, len, KIND_SERVICE, timeout_ms, done, ctx, &r)) < 0)
+		return id;
+	r->service = service;
+	r->spec = *qp;
+	r->have_spec = 1;
+	r->ordering = qp->init.order;
+	r->qp_type = qp->init.type;
+	ini_send(r);
+	return id;
+}
+
+int64_t fd_cm_bind(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, uint32_t lqpn,
+		   uint32_t rqpn, uint8_t qp_type, uint8_t order, int timeout_ms,
+		   fd_cm_done_fn done, void *ctx)
+{
+	struct cm_rec *r;
+	int64_t id;
+
+	if (rqpn > FC_RDMA_QPN_MASK)
+		return -EINVAL;
+	for (r = cm->recs; r; r = r->next) /* the peer's REQ came first */
+		if (r->kind == KIND_BIND && r->state == ST_BACKLOG && r->lqpn == lqpn &&
+		    r->rqpn == rqpn && same_sa(&r->cm_addr, r->cm_len, (const void *)peer, len)) {
+			ev_timer_stop(cm->d->loop, &r->w);
+			r->qp_type = qp_type;
+			r->done = done;
+			r->ctx = ctx;
+			id = r->id;
+			tgt_bind(r); /* may fail and free r: done has been called then */
+			return id;
+		}
+	if ((id = ini_start(cm, peer, len, KIND_BIND, timeout_ms, done, ctx, &r)) < 0)
+		return id;
+	r->lqpn = lqpn;
+	r->rqpn = rqpn;
+	r->qp_type = qp_type;
+	r->ordering = order;
+	ini_send(r);
+	return id;
+}
+
+int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, int timeout_ms,
+		 fd_cm_done_fn done, void *ctx)
+{
+	struct cm_rec *r;
+	int64_t id;
+
+	if ((id = ini_start(cm, peer, len, KIND_AH, timeout_ms, done, ctx, &r)) < 0)
+		return id;
+	r->ordering = FC_RDMA_ORDER_WEAK;
+	ini_send(r);
+	return id;
+}
+
+struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id)
+{
+	for (const struct cm_rec *r = cm->recs; r; r = r->next)
+		if (r->id == id)
+			return r->state == ST_ESTABLISHED ? r->t : NULL;
+	return NULL;
 }
 
 int fd_cm_listen(struct fd_cm *cm, uint16_t service, uint16_t backlog, void *owner)
@@ -1090,6 +1372,7 @@ size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap)
 		fd_json_open(&j, NULL, '{');
 		fd_json_kv(&j, "id", "%lld", (long long)r->id);
 		fd_json_kstr(&j, "role", r->role == ROLE_INI ? "initiator" : "target");
+		fd_json_kstr(&j, "kind", kind_name[r->kind]);
 		fd_json_kstr(&j, "state", state_name[r->state]);
 		fd_json_kstr(&j, "peer", addr_str(&r->cm_addr, a, sizeof(a)));
 		fd_json_kv(&j, "service", "%u", r->service);
@@ -1139,6 +1422,7 @@ size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap)
 	fd_json_kv(&j, "timeouts", "%llu", (unsigned long long)cm->st.timeouts);
 	fd_json_kv(&j, "closed", "%llu", (unsigned long long)cm->st.closed);
 	fd_json_kv(&j, "fault_drops", "%llu", (unsigned long long)cm->st.fault_drops);
+	fd_json_kv(&j, "close_deferred", "%llu", (unsigned long long)cm->st.close_deferred);
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
 }

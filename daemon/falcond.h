@@ -23,7 +23,7 @@
 #include "io_udp.h"
 #include "node.h"
 
-#define FD_CM_VERSION 1u
+#define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types */
 /* CM feature bits (the hello of every CM message): what a daemon supports and what it
  * requires of its peer. None are defined by this version but the room is the point: the
  * security issue adds PSP and its ciphers. */
@@ -115,6 +115,20 @@ int fd_cm_fd(const struct fd_cm *cm);
 int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
 		      uint16_t service, const struct fd_qp_spec *qp, int timeout_ms,
 		      fd_cm_done_fn done, void *ctx);
+/* Bind QP lqpn of ours (type and ordering as created, in INIT) to QP rqpn of the peer
+ * daemon at peer (its CM address): the peer's client does the same naming ours. When the
+ * connection is open both QPs are in RTR and done is called (qpn, remote_qpn set); the
+ * QP stays the caller's (destroy it before fd_cm_close). Returns an id as
+ * fd_cm_connect. */
+int64_t fd_cm_bind(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, uint32_t lqpn,
+		   uint32_t rqpn, uint8_t qp_type, uint8_t order, int timeout_ms,
+		   fd_cm_done_fn done, void *ctx);
+/* An M:N connection without a QP to the peer daemon, for address handles (UD). Returns an
+ * id as fd_cm_connect; done reports it open (qpn 0). */
+int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, int timeout_ms,
+		 fd_cm_done_fn done, void *ctx);
+/* The open Falcon connection of an established id, else NULL. */
+struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id);
 /* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */
 int fd_cm_listen(struct fd_cm *cm, uint16_t service, uint16_t backlog, void *owner);
 void fd_cm_unlisten(struct fd_cm *cm, uint16_t service);

@@ -31,7 +31,7 @@
 #define PAGE 4096ull
 #define RING_DEFAULT 128u
 
-enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF, K_SRQ };
+enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF, K_SRQ, K_AH, K_XRCD };
 
 /* Every object starts with this: the context's list. */
 struct node {
@@ -82,23 +82,39 @@ struct falcon_listener {
 	uint16_t service;
 };
 
+struct falcon_xrcd {
+	struct node n;
+	uint32_t refs;
+};
+
 struct falcon_srq {
 	struct node n;               /* first */
 	void *ring;
 	size_t bytes;
 	struct falcon_pd *pd;
-	uint32_t max_sge, refs;
+	struct falcon_xrcd *xrcd;    /* an XRC SRQ's domain, and the CQ it completes into */
+	struct falcon_cq *cq;
+	uint32_t max_sge, refs, srqn;
+};
+
+struct falcon_ah {
+	struct node n;
+	struct falcon_pd *pd;
+	uint32_t ahn;                /* the daemon's number, written into UD work requests */
 };
 
 struct lqp {
 	struct falcon_qp pub;        /* first */
 	struct node n;
-	void *rings, *sq, *rq;
+	void *rings, *sq, *rq;       /* sq / rq NULL where the type has none */
 	size_t bytes;
 	struct falcon_pd *pd;
 	struct falcon_cq *scq, *rcq;
 	struct falcon_srq *srq;      /* receives from it (rq unused), or NULL */
+	struct falcon_xrcd *xrcd;    /* XRC_RECV */
+	uint32_t type;               /* enum falcon_qp_type */
 	uint32_t max_send_sge, max_recv_sge;
+	int by_api;                  /* falcon_create_qp: falcon_modify_qp moves it */
 };
 
 static int fail(int err)
@@ -278,7 +294,8 @@ static void free_node(struct node *n)
 	case K_QP: {
 		struct lqp *q = (struct lqp *)((uint8_t *)n - offsetof(struct lqp, n));
 
-		munmap(q->rings, q->bytes);
+		if (q->rings)
+			munmap(q->rings, q->bytes);
 		free(q);
 		break;
 	}
@@ -621,42 +638,54 @@ API int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int ti
 
 /* ---- connections and QPs ---- */
 
-/* The attr's SRQ: attrs of callers built before the field existed are shorter. */
-static struct falcon_srq *qp_srq(const struct falcon_qp_init_attr *a)
-{
-	return a->size >= offsetof(struct falcon_qp_init_attr, srq) + sizeof(a->srq) ? a->srq
-										    : NULL;
-}
+/* A field of the attr, or 0 / NULL when the caller's attr predates it (its size). */
+#define ATTR_HAS(a, f) ((a)->size >= offsetof(__typeof__(*(a)), f) + sizeof((a)->f))
+#define ATTR_GET(a, f) (ATTR_HAS(a, f) ? (a)->f : 0)
 
 static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 		   struct fc_api_qp_attr *q)
 {
-	if (!pd || !a || a->size < offsetof(struct falcon_qp_init_attr, flags) + 2 ||
-	    !a->send_cq || !a->recv_cq || (a->qp_type && a->qp_type != FALCON_QPT_RC) ||
+	uint32_t t;
+	int sends, recvs;
+	struct falcon_srq *srq;
+	struct falcon_xrcd *xrcd;
+
+	if (!pd || !a || a->size < offsetof(struct falcon_qp_init_attr, flags) + 2)
+		return -EINVAL;
+	t = a->qp_type ? a->qp_type : FALCON_QPT_RC;
+	sends = t != FALCON_QPT_XRC_RECV;
+	recvs = t == FALCON_QPT_RC || t == FALCON_QPT_UD;
+	srq = recvs ? ATTR_GET(a, srq) : NULL;
+	xrcd = t == FALCON_QPT_XRC_RECV ? ATTR_GET(a, xrcd) : NULL;
+	if (t > FALCON_QPT_XRC_RECV || (sends && (!a->send_cq || a->send_cq->n.ctx != pd->n.ctx)) ||
+	    (recvs && (!a->recv_cq || a->recv_cq->n.ctx != pd->n.ctx)) ||
+	    (t == FALCON_QPT_XRC_RECV && (!xrcd || xrcd->n.ctx != pd->n.ctx)) ||
 	    a->max_send_sge > FC_RING_SGE_MAX || a->max_recv_sge > FC_RING_SGE_MAX ||
 	    a->max_send_wr > FC_RING_ENTRIES_MAX || a->max_recv_wr > FC_RING_ENTRIES_MAX ||
 	    a->ordering > FALCON_ORDER_WEAK || a->err_mode > FALCON_ERR_CIE || a->rnr_retry > 7 ||
-	    a->min_rnr_timer > 31 ||
-	    a->send_cq->n.ctx != pd->n.ctx || a->recv_cq->n.ctx != pd->n.ctx ||
-	    (qp_srq(a) && qp_srq(a)->pd != pd))
+	    a->min_rnr_timer > 31 || (srq && (srq->pd != pd || srq->xrcd)))
 		return -EINVAL;
 	*q = (struct fc_api_qp_attr){
-		.pd = pd->n.handle, .send_cq = a->send_cq->n.handle, .recv_cq = a->recv_cq->n.handle,
-		.sq_entries = pow2_up(a->max_send_wr, RING_DEFAULT),
-		.rq_entries = pow2_up(a->max_recv_wr, RING_DEFAULT),
+		.pd = pd->n.handle, .send_cq = sends ? a->send_cq->n.handle : 0,
+		.recv_cq = recvs ? a->recv_cq->n.handle : 0,
+		.sq_entries = sends ? pow2_up(a->max_send_wr, RING_DEFAULT) : 0,
+		.rq_entries = recvs && !srq ? pow2_up(a->max_recv_wr, RING_DEFAULT) : 0,
 		.max_send_sge = a->max_send_sge ? a->max_send_sge : FC_RING_SGE_MAX,
 		.max_recv_sge = a->max_recv_sge ? a->max_recv_sge : FC_RING_SGE_MAX,
-		.max_inflight = a->max_inflight ? a->max_inflight : 128,
-		.type = FALCON_QPT_RC, .ordering = (uint8_t)a->ordering,
+		.max_inflight = sends ? (a->max_inflight ? a->max_inflight : 128) : 0,
+		.type = (uint8_t)t, .ordering = (uint8_t)a->ordering,
 		.err_mode = (uint8_t)a->err_mode,
 		.rnr_retry = (a->flags & FALCON_QP_RNR_RETRY_SET) ? a->rnr_retry : 7,
 		.min_rnr_timer = a->min_rnr_timer ? a->min_rnr_timer : 1,
-		.srq = qp_srq(a) ? qp_srq(a)->n.handle : 0,
+		.srq = srq ? srq->n.handle : 0,
+		.xrcd = xrcd ? xrcd->n.handle : 0,
+		.qkey = t == FALCON_QPT_UD ? ATTR_GET(a, qkey) : 0,
 	};
 	return 0;
 }
 
-/* The reply of CONNECT / ACCEPT: map the rings, make the QP. */
+/* The reply of CONNECT / ACCEPT / CREATE_QP: map the rings (fd < 0: a QP without), make
+ * the QP. */
 static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 				 const struct fc_api_qp_attr *q, const struct fc_api_qp_rep *rep,
 				 int fd)
@@ -666,17 +695,21 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 
 	if (!qp) {
 		rc = -ENOMEM;
-	} else if ((qp->rings = mmap(NULL, rep->rings_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-				     fd, 0)) == MAP_FAILED) {
+	} else if ((fd < 0) != !rep->rings_bytes) {
+		rc = -EPROTO;
+	} else if (fd >= 0 && (qp->rings = mmap(NULL, rep->rings_bytes, PROT_READ | PROT_WRITE,
+						MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		rc = -errno;
 		qp->rings = NULL;
-	} else if (rep->rq_offset >= rep->rings_bytes ||
-		   fc_ring_check(qp->rings, rep->rq_offset, FC_RING_SQ) ||
-		   fc_ring_check((uint8_t *)qp->rings + rep->rq_offset,
-				 rep->rings_bytes - rep->rq_offset, FC_RING_RQ)) {
+	} else if ((q->sq_entries && fc_ring_check(qp->rings, rep->rq_offset ? rep->rq_offset :
+								   rep->rings_bytes, FC_RING_SQ)) ||
+		   (q->rq_entries && (!rep->rq_offset || rep->rq_offset >= rep->rings_bytes ||
+				      fc_ring_check((uint8_t *)qp->rings + rep->rq_offset,
+						    rep->rings_bytes - rep->rq_offset, FC_RING_RQ)))) {
 		rc = -EPROTO;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	if (rc) {
 		if (qp && qp->rings)
 			munmap(qp->rings, rep->rings_bytes);
@@ -689,25 +722,31 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 	}
 	qp->pub = (struct falcon_qp){ .qp_num = rep->qpn, .remote_qp_num = rep->remote_qpn };
 	qp->bytes = rep->rings_bytes;
-	qp->sq = qp->rings;
-	qp->rq = (uint8_t *)qp->rings + rep->rq_offset;
+	qp->type = q->type;
+	qp->sq = q->sq_entries ? qp->rings : NULL;
+	qp->rq = q->rq_entries ? (uint8_t *)qp->rings + rep->rq_offset : NULL;
 	qp->pd = pd;
-	qp->scq = a->send_cq;
-	qp->rcq = a->recv_cq;
-	qp->srq = qp_srq(a);
+	qp->scq = q->send_cq ? a->send_cq : NULL;
+	qp->rcq = q->recv_cq ? a->recv_cq : NULL;
+	qp->srq = q->srq ? a->srq : NULL;
+	qp->xrcd = q->xrcd ? a->xrcd : NULL;
 	qp->max_send_sge = q->max_send_sge;
 	qp->max_recv_sge = q->max_recv_sge;
 	pd->refs++;
-	qp->scq->refs++;
-	qp->rcq->refs++;
+	if (qp->scq)
+		qp->scq->refs++;
+	if (qp->rcq)
+		qp->rcq->refs++;
 	if (qp->srq)
 		qp->srq->refs++;
+	if (qp->xrcd)
+		qp->xrcd->refs++;
 	link_node(pd->n.ctx, &qp->n, K_QP, rep->handle);
 	return &qp->pub;
 }
 
 /* "name", "name:port", "[v6]:port", "v6" */
-static int resolve(const char *host, struct fc_api_connect *m)
+static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
 	unsigned long p = FALCON_CM_PORT_DEFAULT;
@@ -745,14 +784,14 @@ static int resolve(const char *host, struct fc_api_connect *m)
 	}
 	if ((rc = getaddrinfo(name, NULL, &hints, &res)))
 		return rc == EAI_NONAME || rc == EAI_NODATA ? -ENOENT : -EHOSTUNREACH;
-	if (res->ai_addrlen > sizeof(m->addr)) {
+	if (res->ai_addrlen > 28) {
 		freeaddrinfo(res);
 		return -EAFNOSUPPORT;
 	}
-	memcpy(m->addr, res->ai_addr, res->ai_addrlen);
-	m->addr_len = (uint8_t)res->ai_addrlen;
+	memcpy(addr, res->ai_addr, res->ai_addrlen);
+	*addr_len = (uint8_t)res->ai_addrlen;
 	/* sin_port and sin6_port sit at the same offset */
-	((struct sockaddr_in *)(void *)m->addr)->sin_port = htons((uint16_t)p);
+	((struct sockaddr_in *)(void *)addr)->sin_port = htons((uint16_t)p);
 	freeaddrinfo(res);
 	return 0;
 }
@@ -766,11 +805,11 @@ API struct falcon_qp *falcon_connect(struct falcon_pd *pd, const char *host, uin
 
 	if (!service || (rc = qp_attr(pd, attr, &m.qp)))
 		return fail_null(-EINVAL);
-	if ((rc = resolve(host, &m)))
+	if (m.qp.type != FALCON_QPT_RC && m.qp.type != FALCON_QPT_XRC_SEND)
+		return fail_null(-EINVAL);
+	if ((rc = resolve(host, m.addr, &m.addr_len)))
 		return fail_null(rc);
 	rc = rpc(pd->n.ctx, FC_API_CONNECT, &m, sizeof(m), -1, &rep, sizeof(rep), &fd, 1);
-	if (!rc && fd < 0)
-		rc = -EPROTO;
 	if (rc)
 		return fail_null(rc);
 	return qp_make(pd, attr, &m.qp, &rep, fd);
@@ -804,12 +843,11 @@ API struct falcon_qp *falcon_accept(struct falcon_listener *l, struct falcon_pd 
 	struct fc_api_qp_rep rep;
 	int fd, rc;
 
-	if (!l || !pd || l->n.ctx != pd->n.ctx || qp_attr(pd, attr, &m.qp))
+	if (!l || !pd || l->n.ctx != pd->n.ctx || qp_attr(pd, attr, &m.qp) ||
+	    (m.qp.type != FALCON_QPT_RC && m.qp.type != FALCON_QPT_XRC_RECV))
 		return fail_null(-EINVAL);
 	m.listener = l->n.handle;
 	rc = rpc(pd->n.ctx, FC_API_ACCEPT, &m, sizeof(m), -1, &rep, sizeof(rep), &fd, 1);
-	if (!rc && fd < 0)
-		rc = -EPROTO;
 	if (rc)
 		return fail_null(rc);
 	return qp_make(pd, attr, &m.qp, &rep, fd);
@@ -837,11 +875,147 @@ API int falcon_destroy_qp(struct falcon_qp *pub)
 	if ((rc = destroy(&qp->n, FC_API_DESTROY_QP)) && rc != -ENOTCONN)
 		return fail(rc);
 	qp->pd->refs--;
-	qp->scq->refs--;
-	qp->rcq->refs--;
+	if (qp->scq)
+		qp->scq->refs--;
+	if (qp->rcq)
+		qp->rcq->refs--;
 	if (qp->srq)
 		qp->srq->refs--;
+	if (qp->xrcd)
+		qp->xrcd->refs--;
 	free_node(&qp->n);
+	return 0;
+}
+
+API struct falcon_qp *falcon_create_qp(struct falcon_pd *pd, const struct falcon_qp_init_attr *attr)
+{
+	struct fc_api_qp_attr q;
+	struct fc_api_qp_rep rep;
+	struct falcon_qp *qp;
+	int fd = -1, rc;
+
+	if ((rc = qp_attr(pd, attr, &q)))
+		return fail_null(rc);
+	rc = rpc(pd->n.ctx, FC_API_CREATE_QP, &q, sizeof(q), -1, &rep, sizeof(rep), &fd, 1);
+	if (rc)
+		return fail_null(rc);
+	if ((qp = qp_make(pd, attr, &q, &rep, fd)))
+		((struct lqp *)qp)->by_api = 1;
+	return qp;
+}
+
+API int falcon_modify_qp(struct falcon_qp *pub, const struct falcon_qp_attr *attr)
+{
+	struct lqp *qp = (struct lqp *)pub;
+	struct fc_api_modify_qp m = { 0 };
+	int rc;
+
+	if (!pub || !attr || attr->size < offsetof(struct falcon_qp_attr, timeout_ms) +
+						  sizeof(attr->timeout_ms) ||
+	    !qp->by_api || attr->qp_state > 255)
+		return fail(-EINVAL);
+	m.handle = qp->n.handle;
+	m.state = (uint8_t)attr->qp_state;
+	m.dest_qpn = attr->dest_qp_num;
+	m.timeout_ms = attr->timeout_ms;
+	if (attr->qp_state == FALCON_QPS_RTR && qp->type != FALCON_QPT_UD) {
+		if (!attr->dest_host)
+			return fail(-EINVAL);
+		if ((rc = resolve(attr->dest_host, m.addr, &m.addr_len)))
+			return fail(rc);
+	}
+	rc = rpc(qp->n.ctx, FC_API_MODIFY_QP, &m, sizeof(m), -1, NULL, 0, NULL, 0);
+	if (!rc && attr->qp_state == FALCON_QPS_RTR)
+		qp->pub.remote_qp_num = attr->dest_qp_num;
+	return rc ? fail(rc) : 0;
+}
+
+API int falcon_query_qp(struct falcon_qp *pub, int *connected)
+{
+	struct lqp *qp = (struct lqp *)pub;
+	struct fc_api_handle h;
+	struct fc_api_query_qp_rep rep;
+	int rc;
+
+	if (!pub)
+		return fail(-EINVAL);
+	h = (struct fc_api_handle){ .handle = qp->n.handle };
+	if ((rc = rpc(qp->n.ctx, FC_API_QUERY_QP, &h, sizeof(h), -1, &rep, sizeof(rep), NULL, 0)))
+		return fail(rc);
+	if (connected)
+		*connected = rep.connected;
+	return rep.state;
+}
+
+/* ---- address handles and XRC domains ---- */
+
+API struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, int timeout_ms)
+{
+	struct fc_api_create_ah m = { .timeout_ms = timeout_ms };
+	struct fc_api_create_ah_rep rep;
+	struct falcon_ah *ah;
+	int rc;
+
+	if (!pd)
+		return fail_null(-EINVAL);
+	m.pd = pd->n.handle;
+	if ((rc = resolve(host, m.addr, &m.addr_len)))
+		return fail_null(rc);
+	if (!(ah = calloc(1, sizeof(*ah))))
+		return fail_null(-ENOMEM);
+	if ((rc = rpc(pd->n.ctx, FC_API_CREATE_AH, &m, sizeof(m), -1, &rep, sizeof(rep), NULL, 0))) {
+		free(ah);
+		return fail_null(rc);
+	}
+	ah->pd = pd;
+	ah->ahn = rep.ahn;
+	pd->refs++;
+	link_node(pd->n.ctx, &ah->n, K_AH, rep.handle);
+	return ah;
+}
+
+API int falcon_destroy_ah(struct falcon_ah *ah)
+{
+	int rc;
+
+	if (!ah)
+		return fail(-EINVAL);
+	if ((rc = destroy(&ah->n, FC_API_DESTROY_AH)) && rc != -ENOTCONN)
+		return fail(rc);
+	ah->pd->refs--;
+	free_node(&ah->n);
+	return 0;
+}
+
+API struct falcon_xrcd *falcon_open_xrcd(struct falcon_context *ctx)
+{
+	struct fc_api_handle rep;
+	struct falcon_xrcd *x;
+	int rc;
+
+	if (!ctx)
+		return fail_null(-EINVAL);
+	if (!(x = calloc(1, sizeof(*x))))
+		return fail_null(-ENOMEM);
+	if ((rc = rpc(ctx, FC_API_OPEN_XRCD, NULL, 0, -1, &rep, sizeof(rep), NULL, 0))) {
+		free(x);
+		return fail_null(rc);
+	}
+	link_node(ctx, &x->n, K_XRCD, rep.handle);
+	return x;
+}
+
+API int falcon_close_xrcd(struct falcon_xrcd *x)
+{
+	int rc;
+
+	if (!x)
+		return fail(-EINVAL);
+	if (x->refs)
+		return fail(-EBUSY);
+	if ((rc = destroy(&x->n, FC_API_CLOSE_XRCD)) && rc != -ENOTCONN)
+		return fail(rc);
+	free_node(&x->n);
 	return 0;
 }
 
@@ -865,14 +1039,15 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 	uint32_t n = 0, space;
 	int rc = 0;
 
-	if (!pub)
+	if (!pub || !qp->sq) /* an XRC_RECV QP sends nothing */
 		return fail(-EINVAL);
 	space = fc_ring_space(qp->sq);
 	for (; wr; wr = wr->next, n++) {
 		struct fc_ring_send_wr *e;
 
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
-		    (wr->num_sge && !wr->sg_list) || wr->opcode > FALCON_WR_MASKED_ATOMIC_FETCH_AND_ADD) {
+		    (wr->num_sge && !wr->sg_list) || wr->opcode > FALCON_WR_MASKED_ATOMIC_FETCH_AND_ADD ||
+		    (qp->type == FALCON_QPT_UD && (!wr->ah || wr->ah->n.ctx != qp->n.ctx))) {
 			rc = -EINVAL;
 			break;
 		}
@@ -890,6 +1065,13 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 			.compare_add = wr->compare_add, .swap = wr->swap,
 			.compare_add_mask = wr->compare_add_mask, .swap_mask = wr->swap_mask,
 		};
+		if (qp->type == FALCON_QPT_UD) {
+			e->ah = wr->ah->ahn;
+			e->remote_qpn = wr->remote_qpn;
+			e->remote_qkey = wr->remote_qkey;
+		} else if (qp->type == FALCON_QPT_XRC_SEND) {
+			e->xrc_srq = wr->xrc_remote_srq_num;
+		}
 		for (int i = 0; i < wr->num_sge; i++)
 			e->sgl[i] = (struct fc_ring_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
 							  wr->sg_list[i].lkey };
@@ -949,7 +1131,7 @@ API int falcon_post_recv(struct falcon_qp *pub, struct falcon_recv_wr *wr,
 {
 	struct lqp *qp = (struct lqp *)pub;
 
-	if (!pub || qp->srq) /* verbs: a QP with an SRQ takes no receives of its own */
+	if (!pub || !qp->rq) /* verbs: a QP with an SRQ takes no receives of its own */
 		return fail(-EINVAL);
 	return ring_post_recv(qp->n.ctx, qp->rq, qp->max_recv_sge, wr, bad_wr);
 }
@@ -964,12 +1146,21 @@ API struct falcon_srq *falcon_create_srq(struct falcon_pd *pd,
 	struct falcon_srq *srq;
 	int fd, rc;
 
-	if (!pd || !attr || attr->size < sizeof(*attr) || attr->max_wr > FC_RING_ENTRIES_MAX ||
-	    attr->max_sge > FC_RING_SGE_MAX)
+	struct falcon_xrcd *xrcd;
+	struct falcon_cq *cq;
+
+	if (!pd || !attr || attr->size < offsetof(struct falcon_srq_init_attr, xrcd) ||
+	    attr->max_wr > FC_RING_ENTRIES_MAX || attr->max_sge > FC_RING_SGE_MAX)
+		return fail_null(-EINVAL);
+	xrcd = ATTR_GET(attr, xrcd);
+	cq = ATTR_GET(attr, cq);
+	if (!xrcd != !cq || (xrcd && (xrcd->n.ctx != pd->n.ctx || cq->n.ctx != pd->n.ctx)))
 		return fail_null(-EINVAL);
 	m = (struct fc_api_create_srq){ .pd = pd->n.handle,
 					.entries = pow2_up(attr->max_wr, RING_DEFAULT),
-					.max_sge = attr->max_sge ? attr->max_sge : FC_RING_SGE_MAX };
+					.max_sge = attr->max_sge ? attr->max_sge : FC_RING_SGE_MAX,
+					.xrcd = xrcd ? xrcd->n.handle : 0,
+					.cq = cq ? cq->n.handle : 0 };
 	if (!(srq = calloc(1, sizeof(*srq))))
 		return fail_null(-ENOMEM);
 	rc = rpc(pd->n.ctx, FC_API_CREATE_SRQ, &m, sizeof(m), -1, &rep, sizeof(rep), &fd, 1);
@@ -993,7 +1184,14 @@ API struct falcon_srq *falcon_create_srq(struct falcon_pd *pd,
 	srq->bytes = rep.ring_bytes;
 	srq->pd = pd;
 	srq->max_sge = m.max_sge;
+	srq->srqn = rep.srqn;
+	srq->xrcd = xrcd;
+	srq->cq = cq;
 	pd->refs++;
+	if (xrcd) {
+		xrcd->refs++;
+		cq->refs++;
+	}
 	link_node(pd->n.ctx, &srq->n, K_SRQ, rep.handle);
 	return srq;
 }
@@ -1009,8 +1207,17 @@ API int falcon_destroy_srq(struct falcon_srq *srq)
 	if ((rc = destroy(&srq->n, FC_API_DESTROY_SRQ)) && rc != -ENOTCONN)
 		return fail(rc);
 	srq->pd->refs--;
+	if (srq->xrcd) {
+		srq->xrcd->refs--;
+		srq->cq->refs--;
+	}
 	free_node(&srq->n);
 	return 0;
+}
+
+API uint32_t falcon_srq_num(const struct falcon_srq *srq)
+{
+	return srq ? srq->srqn : 0;
 }
 
 API int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
@@ -1039,6 +1246,7 @@ API const char *falcon_strerror(int err)
 	case EINVAL: return "invalid argument";
 	case EADDRINUSE: return "someone listens on that service already";
 	case ECONNABORTED: return "the connection was abandoned by the other side";
+	case EPROTOTYPE: return "the peer's QP is of a type that does not pair with ours";
 	default: return strerror(err < 0 ? -err : err);
 	}
 }

@@ -352,6 +352,9 @@ void rdma_on_complete(void *ctx, struct fc_txn *t, const struct fc_txn_cmpl *c);
 
 /* rdma_ring.c */
 int rdma_cq_ring_push(struct fc_rdma *d, struct cq *cq, const struct fc_rdma_wc *wc);
+/* A request found its receive queue (s, else q's own) empty: take what the ring behind
+ * it holds now, published after the last doorbell. */
+void rdma_ring_refill(struct fc_rdma *d, struct qp *q, struct srq *s);
 
 /* rdma_resp.c */
 void rdma_run_deferred(struct fc_rdma *d);

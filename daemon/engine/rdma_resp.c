@@ -586,7 +586,9 @@ static void t_ud_send(const struct req_ctx *x)
 		ans_accept(x);
 		return;
 	}
-	if (rq->head == rq->tail) {
+	if (rq->head == rq->tail) /* a receive posted since the last doorbell counts */
+		rdma_ring_refill(x->d, q, x->srq);
+	if (rq->head == rq->tail || q->state == FC_RDMA_QPS_ERR) {
 		x->d->cnt.ud_drop_no_wqe++;
 		ans_accept(x);
 		return;

@@ -324,3 +324,13 @@ int fc_rdma_srq_doorbell(struct fc_rdma *d, uint32_t srqn)
 	}
 	return n;
 }
+
+void rdma_ring_refill(struct fc_rdma *d, struct qp *q, struct srq *s)
+{
+	if (s) {
+		if (s->uring && !s->ubroken)
+			fc_rdma_srq_doorbell(d, s->num);
+	} else if (q->urq && !q->ubroken && q->state != FC_RDMA_QPS_RESET) {
+		take_rq(d, q->num, q);
+	}
+}

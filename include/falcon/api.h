@@ -27,7 +27,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define FC_API_VERSION 2u     /* 2: SRQs (the QP attr names one) */
+#define FC_API_VERSION 3u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
 
@@ -46,6 +46,13 @@ enum fc_api_type {
 	FC_API_DESTROY_QP,
 	FC_API_CREATE_SRQ,     /* reply fd: the receive ring's memfd */
 	FC_API_DESTROY_SRQ,
+	FC_API_CREATE_QP,      /* reply fd: rings memfd (none for an XRC target QP) */
+	FC_API_MODIFY_QP,
+	FC_API_QUERY_QP,
+	FC_API_CREATE_AH,      /* replies when the connection to the peer daemon is open */
+	FC_API_DESTROY_AH,
+	FC_API_OPEN_XRCD,
+	FC_API_CLOSE_XRCD,
 	FC_API_TYPE_END
 };
 
@@ -107,29 +114,72 @@ struct fc_api_listen {
 	uint32_t pad;
 };
 
-/* The QP part of CONNECT and ACCEPT. */
+/* A QP: the body of CREATE_QP, the QP part of CONNECT and ACCEPT. Handles a type does
+ * not use are 0 (an XRC initiator has no receive side, an XRC target neither send nor
+ * receive side: its SENDs land in the XRC SRQs of its domain). */
 struct fc_api_qp_attr {
 	uint32_t pd, send_cq, recv_cq;
-	uint32_t sq_entries, rq_entries;    /* powers of 2 */
+	uint32_t sq_entries, rq_entries;    /* powers of 2 (0 where the type has no ring) */
 	uint32_t max_send_sge, max_recv_sge, max_inflight;
-	uint8_t type, ordering, rnr_retry, min_rnr_timer;
+	uint8_t type, ordering, rnr_retry, min_rnr_timer; /* type: enum falcon_qp_type */
 	uint8_t err_mode, pad[3];
 	uint32_t srq;          /* an SRQ handle: receives come from it (rq_entries unused);
 				  0: the QP's own receive ring */
+	uint32_t xrcd;         /* XRC target: its XRC domain's handle */
+	uint32_t qkey;         /* UD: the Q_Key datagrams to it must carry */
 	uint32_t pad2;
 };
 
-/* CREATE_SRQ: a shared receive queue in pd, its WRs in a ring (FC_RING_RQ) of entries. */
+/* CREATE_SRQ: a shared receive queue in pd, its WRs in a ring (FC_RING_RQ) of entries.
+ * With an XRC domain it is an XRC SRQ: XRC initiators name it by its number (the reply's
+ * srqn) and its completions go to cq. */
 struct fc_api_create_srq {
 	uint32_t pd;
 	uint32_t entries;      /* a power of 2 */
 	uint32_t max_sge;      /* <= FC_RING_SGE_MAX (0: that) */
+	uint32_t xrcd;         /* an XRC domain handle, or 0 */
+	uint32_t cq;           /* XRC SRQ: a CQ handle; else 0 */
 	uint32_t pad;
 };
 struct fc_api_create_srq_rep {
 	uint32_t handle;
-	uint32_t pad;
+	uint32_t srqn;         /* the 24-bit number a peer's XRC initiator names */
 	uint64_t ring_bytes;
+};
+
+/* MODIFY_QP of a QP of CREATE_QP: to state (enum falcon_qp_state). RTR of an RC or XRC QP
+ * names the peer: its daemon's CM address and its QPN; the reply comes at once and the
+ * connection is set up behind it (QUERY_QP tells when; the QP's send ring is read from
+ * RTS with the connection open; a failed setup moves the QP to the error state). */
+struct fc_api_modify_qp {
+	uint32_t handle;
+	uint8_t state;
+	uint8_t addr_len;      /* RTR of RC / XRC: bytes of addr used */
+	uint16_t pad;
+	uint32_t dest_qpn;     /* RTR of RC / XRC */
+	int32_t timeout_ms;    /* < 0: the daemon's bound */
+	uint8_t addr[28];
+	uint32_t pad2;
+};
+struct fc_api_query_qp_rep {
+	uint8_t state;         /* enum falcon_qp_state */
+	uint8_t connected;     /* RC / XRC: the connection is open */
+	uint16_t pad;
+	uint32_t qpn, remote_qpn, pad2;
+};
+
+/* CREATE_AH: an address handle in pd for the peer daemon at addr (CM address). The reply
+ * comes when the daemons have opened the M:N connection it names. */
+struct fc_api_create_ah {
+	uint32_t pd;
+	int32_t timeout_ms;    /* < 0: the daemon's bound */
+	uint8_t addr_len;
+	uint8_t pad[3];
+	uint8_t addr[28];
+};
+struct fc_api_create_ah_rep {
+	uint32_t handle;
+	uint32_t ahn;          /* what a UD work request names (struct fc_ring_send_wr.ah) */
 };
 
 struct fc_api_connect {
@@ -156,10 +206,13 @@ struct fc_api_qp_rep {
 
 _Static_assert(sizeof(struct fc_api_hdr) == 24, "api header");
 _Static_assert(sizeof(struct fc_api_reg_mr) == 32, "reg_mr");
-_Static_assert(sizeof(struct fc_api_qp_attr) == 48, "qp attr");
-_Static_assert(sizeof(struct fc_api_connect) == 84, "connect");
-_Static_assert(sizeof(struct fc_api_accept) == 56, "accept");
-_Static_assert(sizeof(struct fc_api_create_srq) == 16, "create_srq");
+_Static_assert(sizeof(struct fc_api_qp_attr) == 56, "qp attr");
+_Static_assert(sizeof(struct fc_api_connect) == 92, "connect");
+_Static_assert(sizeof(struct fc_api_accept) == 64, "accept");
+_Static_assert(sizeof(struct fc_api_create_srq) == 24, "create_srq");
+_Static_assert(sizeof(struct fc_api_modify_qp) == 48, "modify_qp");
+_Static_assert(sizeof(struct fc_api_query_qp_rep) == 16, "query_qp reply");
+_Static_assert(sizeof(struct fc_api_create_ah) == 40, "create_ah");
 _Static_assert(sizeof(struct fc_api_create_srq_rep) == 16, "create_srq reply");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
 
@@ -174,7 +227,14 @@ static inline uint32_t fc_api_req_body(uint16_t t)
 	case FC_API_DESTROY_CQ:
 	case FC_API_CLOSE_LISTENER:
 	case FC_API_DESTROY_QP:
-	case FC_API_DESTROY_SRQ: return sizeof(struct fc_api_handle);
+	case FC_API_DESTROY_SRQ:
+	case FC_API_QUERY_QP:
+	case FC_API_DESTROY_AH:
+	case FC_API_CLOSE_XRCD: return sizeof(struct fc_api_handle);
+	case FC_API_OPEN_XRCD: return 0;
+	case FC_API_CREATE_QP: return sizeof(struct fc_api_qp_attr);
+	case FC_API_MODIFY_QP: return sizeof(struct fc_api_modify_qp);
+	case FC_API_CREATE_AH: return sizeof(struct fc_api_create_ah);
 	case FC_API_CREATE_SRQ: return sizeof(struct fc_api_create_srq);
 	case FC_API_REG_MR: return sizeof(struct fc_api_reg_mr);
 	case FC_API_CREATE_CQ: return sizeof(struct fc_api_create_cq);

@@ -5,7 +5,11 @@
  *
  * A program opens a context on the local falcond, allocates a protection domain,
  * registers memory, creates completion queues, and gets connected RC queue pairs from
- * falcon_connect / falcon_accept (rdma_cm style: a host, a service number). Work requests
+ * falcon_connect / falcon_accept (rdma_cm style: a host, a service number), or creates
+ * queue pairs and moves them through their states itself (verbs style: falcon_create_qp,
+ * falcon_modify_qp with the peer's QP number learned out of band). UD queue pairs send
+ * datagrams through address handles (falcon_create_ah); XRC queue pairs send into the
+ * shared receive queues of an XRC domain at the peer (falcon_open_xrcd). Work requests
  * go straight into send and receive rings the daemon shares with the process; completions
  * come back through a completion ring. The Unix socket to the daemon carries only the
  * control path (open, PD, MR, CQ, QP, connect, destroy).
@@ -50,6 +54,8 @@ struct falcon_cq;
 struct falcon_listener;
 struct falcon_srq;
 struct falcon_recv_wr;
+struct falcon_ah;
+struct falcon_xrcd;
 
 /* A registered region. */
 struct falcon_mr {
@@ -176,10 +182,14 @@ int falcon_cq_ack_events(struct falcon_cq *cq);
  * polled into wc (> 0), 0 on timeout, or a negative errno. */
 int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int timeout_ms);
 
-/* ---- queue pairs (reliable connected) ---- */
+/* ---- queue pairs ---- */
 
 enum falcon_qp_type {
-	FALCON_QPT_RC = 1,
+	FALCON_QPT_RC = 1,        /* reliable connected */
+	FALCON_QPT_UD = 2,        /* unreliable datagram: SENDs of at most one MTU through
+				     address handles; Falcon still delivers them reliably */
+	FALCON_QPT_XRC_SEND = 3,  /* XRC initiator: sends only, into a peer's XRC SRQ */
+	FALCON_QPT_XRC_RECV = 4,  /* XRC target: no queues; SENDs land in its domain's SRQs */
 };
 
 enum falcon_ordering { /* RDMA over Falcon spec 6.2 */
@@ -211,7 +221,16 @@ struct falcon_qp_init_attr {
 	struct falcon_srq *srq;    /* receives come from this SRQ (of the same PD); the QP
 				      takes none of its own: max_recv_wr is unused and
 				      falcon_post_recv on it is -EINVAL. NULL: its own */
+	struct falcon_xrcd *xrcd;  /* XRC_RECV: its XRC domain */
+	uint32_t qkey;             /* UD: datagrams to this QP must carry it */
 };
+
+/* What each QP type uses of struct falcon_qp_init_attr:
+ *   RC         send_cq, recv_cq (or srq), everything else
+ *   UD         send_cq, recv_cq (or srq), qkey; ordering is not used (datagrams are
+ *              unordered), err_mode, rnr_retry and min_rnr_timer neither
+ *   XRC_SEND   send_cq, the send sizes, max_inflight, ordering, err_mode
+ *   XRC_RECV   xrcd, ordering (it must match the initiator's), err_mode, RNR fields */
 
 #define FALCON_QP_RNR_RETRY_SET 0x1u /* use rnr_retry as given (else 7) */
 
@@ -240,6 +259,69 @@ int falcon_listener_close(struct falcon_listener *l);
  * still outstanding complete into nothing. */
 int falcon_destroy_qp(struct falcon_qp *qp);
 
+/* ---- queue pairs, verbs style ----
+ *
+ *   qp = falcon_create_qp(pd, &attr);                      (RESET; qp->qp_num is known)
+ *   ... tell the peer qp->qp_num, learn its QP number ...
+ *   falcon_modify_qp(qp, &(struct falcon_qp_attr){ .size = sizeof(a), .qp_state =
+ *                    FALCON_QPS_INIT });
+ *   ... RTR with dest_host and dest_qp_num (RC, XRC), then RTS ...
+ *
+ * RTR of an RC or XRC QP sets up a Falcon connection between the two daemons for the
+ * pair: each side names the other (host and QP number), in either order, and the
+ * connection opens when both have. falcon_modify_qp returns at once; work requests posted
+ * in RTS wait in the send ring until the connection is open (falcon_query_qp tells),
+ * and if it cannot be set up (no such QP at the peer, types that do not pair, no answer
+ * before timeout_ms) the QP goes to the error state and they complete FLUSH_ERR. UD and
+ * XRC_RECV QPs need no peer: INIT, RTR, RTS. */
+
+enum falcon_qp_state { /* = enum ibv_qp_state */
+	FALCON_QPS_RESET = 0,
+	FALCON_QPS_INIT = 1,
+	FALCON_QPS_RTR = 2,
+	FALCON_QPS_RTS = 3,
+	FALCON_QPS_ERR = 6,
+};
+
+struct falcon_qp_attr {
+	size_t size;               /* sizeof(struct falcon_qp_attr) */
+	uint32_t qp_state;         /* enum falcon_qp_state to move to */
+	uint32_t dest_qp_num;      /* RTR of RC / XRC: the peer's QP number */
+	const char *dest_host;     /* RTR of RC / XRC: the peer's falcond, as falcon_connect's
+				      host ("name-or-address[:cm-port]") */
+	int timeout_ms;            /* RTR of RC / XRC: bound on the setup (< 0: about 3 s) */
+};
+
+/* A QP of any type in RESET, in pd, with rings as attr says. NULL and errno: EINVAL (bad
+ * attr, objects of another context), ENOENT, ENOSPC, ENOMEM, ENOTCONN. */
+struct falcon_qp *falcon_create_qp(struct falcon_pd *pd, const struct falcon_qp_init_attr *attr);
+/* Move a QP of falcon_create_qp to attr->qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR,
+ * ERR -> RESET. 0, or -EINVAL (a transition not in that list, RTR of RC / XRC without
+ * dest_host, a QP of falcon_connect / falcon_accept), -ENOENT / -EHOSTUNREACH (the host
+ * does not resolve), -EAFNOSUPPORT (an address family the daemon does not listen on). */
+int falcon_modify_qp(struct falcon_qp *qp, const struct falcon_qp_attr *attr);
+/* The QP's state (enum falcon_qp_state) and, for RC / XRC, whether its connection is open
+ * (*connected: 0 or 1; may be NULL). A negative errno on failure. */
+int falcon_query_qp(struct falcon_qp *qp, int *connected);
+
+/* ---- address handles (UD) ---- */
+
+/* An address handle in pd naming the falcond at host (as falcon_connect's host): the two
+ * daemons open a Falcon connection for it, so this waits for the peer's answer (up to
+ * timeout_ms; < 0: about 3 s). A UD work request names it with the peer's QP number and
+ * Q_Key. NULL and errno: EINVAL, ENOENT / EHOSTUNREACH, ETIMEDOUT, ECONNREFUSED, ENOSPC. */
+struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, int timeout_ms);
+/* Work requests still using it complete as they would have; the connection closes after. */
+int falcon_destroy_ah(struct falcon_ah *ah);
+
+/* ---- XRC domains ---- */
+
+/* An XRC domain: XRC SRQs (falcon_create_srq with xrcd) and XRC_RECV QPs in it serve any
+ * peer XRC_SEND QP connected to one of those QPs, which names the SRQ per work request. */
+struct falcon_xrcd *falcon_open_xrcd(struct falcon_context *ctx);
+/* -EBUSY while an SRQ or QP uses it. */
+int falcon_close_xrcd(struct falcon_xrcd *xrcd);
+
 /* ---- shared receive queues ---- */
 
 struct falcon_srq_init_attr {
@@ -247,15 +329,21 @@ struct falcon_srq_init_attr {
 	uint32_t max_wr;           /* receive WRs it holds (rounded up to a power of 2;
 				      0: 128; at most 4096) */
 	uint32_t max_sge;          /* <= 4 (0: 4) */
+	struct falcon_xrcd *xrcd;  /* an XRC SRQ of this domain (NULL: an ordinary SRQ) */
+	struct falcon_cq *cq;      /* XRC SRQ: where its receive completions go */
 };
 
 /* A shared receive queue in pd: QPs created with it in their attr (srq) take SENDs into
- * its WRs, in the order they were posted, whichever QP the message came on. NULL and
- * errno: EINVAL (bad attr), ENOSPC, ENOMEM, ENOTCONN. */
+ * its WRs, in the order they were posted, whichever QP the message came on. An XRC SRQ
+ * takes the SENDs of peer XRC_SEND QPs that name its number (falcon_srq_num) and arrive
+ * on an XRC_RECV QP of its domain. NULL and errno: EINVAL (bad attr), ENOSPC, ENOMEM,
+ * ENOTCONN. */
 struct falcon_srq *falcon_create_srq(struct falcon_pd *pd,
 				     const struct falcon_srq_init_attr *attr);
 /* -EBUSY while a QP uses it. */
 int falcon_destroy_srq(struct falcon_srq *srq);
+/* The SRQ's 24-bit number (what a peer's XRC_SEND work request names). */
+uint32_t falcon_srq_num(const struct falcon_srq *srq);
 /* As falcon_post_recv, into the SRQ's ring. */
 int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
 			 struct falcon_recv_wr **bad_wr);
@@ -298,6 +386,10 @@ struct falcon_send_wr {
 	 * compare_add; masked (RFC 7306): compare_add_mask is the compare mask (CmpSwap) or
 	 * the add's carry-boundary mask (FetchAdd), swap_mask the swap mask */
 	uint64_t compare_add, swap, compare_add_mask, swap_mask;
+	/* UD (SEND, SEND_WITH_IMM): the destination */
+	struct falcon_ah *ah;
+	uint32_t remote_qpn, remote_qkey;
+	uint32_t xrc_remote_srq_num; /* XRC_SEND: the SRQ at the peer (falcon_srq_num) */
 };
 
 struct falcon_recv_wr {

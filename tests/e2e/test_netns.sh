@@ -36,6 +36,7 @@ td_stop
 # daemons that reorder (and lose a little): the spec flows
 td_start "--mtu 4096 --fault-tx reorder=10%,drop=1% --fault-seed 11" "--mtu 4096 --fault-tx reorder=10%,drop=1% --fault-seed 12" || { e2e_fail "daemons start"; e2e_done; exit 1; }
 e2e_check "spec flows 6.6.1-6.6.3, 6.6.5 through the API" "$E2E_BIN/e2e_client" flows "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
+e2e_check "QPs by create/modify, UD, XRC across the veth" "$E2E_BIN/qp_types" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_A" "$TD_CM_B"
 st_a=$("$FALCONCTL" -j -r "$TD_DIR/a" stats)
 st_b=$("$FALCONCTL" -j -r "$TD_DIR/b" stats)
 num() { grep -o "\"$1\":[0-9]*" <<<"$2" | head -1 | cut -d: -f2; }

@@ -459,6 +459,72 @@ static void test_attach_checks(void **state)
 	h->entries = RING;
 }
 
+/* A UD datagram that finds no receive WQE in the engine takes what the QP's receive ring
+ * holds before it is dropped: a receive the client published but no doorbell has taken
+ * yet is there for it, as a verbs post_recv is there once it returns. */
+static void test_ud_takes_published_receive(void **state)
+{
+	struct fc_rdma_qp_init a;
+	struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_INIT };
+	struct fc_rdma_send_wr wr;
+	struct fc_sge sg;
+	struct fc_ring_cqe c;
+	struct fc_txn *mn[2];
+	uint32_t cid[2], ud[2], ah;
+
+	(void)state;
+	for (int h = 0; h < 2; h++)
+		assert_int_equal(fc_node_cid_reserve(HS[h].n, HS[h].peer, &cid[h]), 0);
+	for (int h = 0; h < 2; h++) {
+		struct fc_txn_conn_cfg cc;
+
+		fc_txn_conn_cfg_default(&cc);
+		cc.pdl.remote_cid = cid[1 - h];
+		cc.mn = 1;
+		cc.pdl.ordered = 0;
+		mn[h] = fc_node_conn_open(HS[h].n, cid[h], &cc);
+		assert_non_null(mn[h]);
+	}
+	for (int h = 0; h < 2; h++) {
+		fc_rdma_qp_init_default(&a);
+		a.type = FC_RDMA_QPT_UD;
+		a.order = FC_RDMA_ORDER_WEAK;
+		a.err_mode = FC_RDMA_MODE_CIE;
+		a.pd = HS[h].pd;
+		a.send_cq = HS[h].scq;
+		a.recv_cq = HS[h].rcq;
+		a.qkey = 7;
+		a.sq_depth = a.rq_depth = RING;
+		assert_int_equal(fc_rdma_qp_create(HS[h].d, &a, &ud[h]), 0);
+		for (uint8_t st = FC_RDMA_QPS_INIT; st <= FC_RDMA_QPS_RTS; st++) {
+			at.state = st;
+			assert_int_equal(fc_rdma_qp_modify(HS[h].d, ud[h], &at), 0);
+		}
+	}
+	assert_int_equal(fc_rdma_qp_attach_rings(B->d, ud[1], NULL, 0, shm + L.rq, L.scq - L.rq), 0);
+	assert_int_equal(fc_rdma_cq_attach_ring(B->d, B->rcq, shm + L.rcq, L.src - L.rcq), 0);
+	assert_int_equal(fc_rdma_ah_create(A->d, A->pd, mn[0], &ah), 0);
+	put_recv(0, B->k.lkey); /* published, no doorbell */
+	sg = (struct fc_sge){ .addr = IOVA, .len = 64, .lkey = A->k.lkey };
+	wr = (struct fc_rdma_send_wr){ .wr_id = 5, .opcode = FC_RDMA_WR_SEND, .num_sge = 1,
+				       .sgl = &sg, .ah = ah, .remote_qpn = ud[1],
+				       .remote_qkey = 7 };
+	assert_int_equal(fc_rdma_post_send(A->d, ud[0], &wr, now), 0);
+	pump(100000);
+	assert_int_equal(take_cqe(L.rcq, &c), 1);
+	assert_int_equal(c.wr_id, 0);
+	assert_int_equal(c.status, FC_WC_SUCCESS);
+	assert_int_equal(c.byte_len, 64);
+	assert_int_equal(c.src_qp, ud[0]);
+	assert_int_equal(fc_rdma_counters(B->d)->ud_drop_no_wqe, 0);
+	/* with the ring empty too, the next datagram is dropped and counted */
+	wr.wr_id = 6;
+	assert_int_equal(fc_rdma_post_send(A->d, ud[0], &wr, now), 0);
+	pump(100000);
+	assert_int_equal(take_cqe(L.rcq, &c), 0);
+	assert_int_equal(fc_rdma_counters(B->d)->ud_drop_no_wqe, 1);
+}
+
 /* Send WRs wait in the ring until RTS, receives until INIT: none is refused for being
  * early (the daemon's QPs are fed while their connection is set up). */
 static void test_ring_waits_for_state(void **state)
@@ -638,6 +704,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_attach_checks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_waits_for_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ud_takes_published_receive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_wrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_srq_ring, setup, teardown),
