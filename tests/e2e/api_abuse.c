@@ -158,7 +158,9 @@ static void handles(void)
 	struct fc_api_create_cq cqm = { .entries = 16 };
 	static const uint16_t destroy_types[] = { FC_API_DEALLOC_PD, FC_API_DEREG_MR,
 						  FC_API_DESTROY_CQ, FC_API_CLOSE_LISTENER,
-						  FC_API_DESTROY_QP, FC_API_DESTROY_SRQ };
+						  FC_API_DESTROY_QP, FC_API_DESTROY_SRQ,
+						  FC_API_DESTROY_AH, FC_API_CLOSE_XRCD,
+						  FC_API_QUERY_QP };
 	unsigned refused = 0, tries = 0;
 
 	EXPECT(hello(x) == 0 && hello(y) == 0, "hello");
@@ -173,6 +175,15 @@ static void handles(void)
 
 	EXPECT(request(x, FC_API_CREATE_SRQ, &sm, sizeof(sm), -1, &srq, sizeof(srq)) == 0,
 	       "X create_srq");
+	struct fc_api_handle xrcd;
+	struct fc_api_qp_attr qa = { .pd = pd.handle, .send_cq = cq.handle, .recv_cq = cq.handle,
+				     .sq_entries = 16, .rq_entries = 16, .max_inflight = 16,
+				     .type = 2 /* UD */, .qkey = 9 };
+	struct fc_api_qp_rep qp;
+
+	EXPECT(request(x, FC_API_OPEN_XRCD, NULL, 0, -1, &xrcd, sizeof(xrcd)) == 0, "X open_xrcd");
+	EXPECT(request(x, FC_API_CREATE_QP, &qa, sizeof(qa), -1, &qp, sizeof(qp)) == 0,
+	       "X create_qp");
 	(void)cq_rep;
 	/* Y guesses: every slot, the first generations */
 	for (uint32_t gen = 0; gen <= 4; gen++)
@@ -193,12 +204,42 @@ static void handles(void)
 
 			tries++;
 			refused += request(y, FC_API_CREATE_SRQ, &gs, sizeof(gs), -1, NULL, 0) == -ENOENT;
+			/* an XRC SRQ naming guessed domain and CQ handles */
+			struct fc_api_create_srq gx = { .pd = h.handle, .entries = 16,
+							.xrcd = h.handle, .cq = h.handle };
+
+			tries++;
+			refused += request(y, FC_API_CREATE_SRQ, &gx, sizeof(gx), -1, NULL, 0) == -ENOENT;
+			struct fc_api_modify_qp gm = { .handle = h.handle, .state = 6 /* ERR */ };
+
+			tries++;
+			refused += request(y, FC_API_MODIFY_QP, &gm, sizeof(gm), -1, NULL, 0) == -ENOENT;
+			struct fc_api_qp_attr gq = qa;
+
+			gq.pd = gq.send_cq = gq.recv_cq = h.handle;
+			tries++;
+			refused += request(y, FC_API_CREATE_QP, &gq, sizeof(gq), -1, NULL, 0) == -ENOENT;
+			struct fc_api_create_ah ga = { .pd = h.handle, .addr_len = 16 };
+
+			tries++;
+			refused += request(y, FC_API_CREATE_AH, &ga, sizeof(ga), -1, NULL, 0) == -ENOENT;
 		}
 	EXPECT(refused == tries, "Y reached X's objects: %u of %u guesses not refused ENOENT",
 	       tries - refused, tries);
 	/* X's objects are intact: the MR's PD is busy, the MR deregisters, then the PD goes */
 	EXPECT(request(x, FC_API_DEALLOC_PD, &pd, sizeof(pd), -1, NULL, 0) == -EBUSY,
 	       "X's PD lost its MR");
+	{
+		struct fc_api_handle qh = { .handle = qp.handle };
+		struct fc_api_query_qp_rep qr;
+
+		EXPECT(request(x, FC_API_QUERY_QP, &qh, sizeof(qh), -1, &qr, sizeof(qr)) == 0 &&
+		       qr.state == 0 && qr.qpn == qp.qpn, "X's QP changed: state %u", qr.state);
+		EXPECT(request(x, FC_API_DESTROY_QP, &qh, sizeof(qh), -1, NULL, 0) == 0,
+		       "X destroy_qp");
+		EXPECT(request(x, FC_API_CLOSE_XRCD, &xrcd, sizeof(xrcd), -1, NULL, 0) == 0,
+		       "X close_xrcd");
+	}
 	struct fc_api_handle mh = { .handle = mr.handle }, ch = { .handle = cq.handle };
 
 	EXPECT(request(x, FC_API_DEREG_MR, &mh, sizeof(mh), -1, NULL, 0) == 0, "X dereg_mr");

@@ -10,6 +10,8 @@
  * serving (a second client's ALLOC_PD succeeds after every session) and holds no more
  * descriptors after a session than before it.
  */
+#include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -28,6 +30,29 @@
 #include "log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
+	       socklen_t tolen);
+
+/* CONNECT, MODIFY_QP and CREATE_AH carry a peer address from the input, and the CM sends
+ * its REQ there: this target's sendto (it takes the place of libc's) lets datagrams go to
+ * loopback only and drops the rest as a lossy network would. */
+ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
+	       socklen_t tolen)
+{
+	static ssize_t (*real)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	int local = !to;
+
+	if (to && to->sa_family == AF_INET && tolen >= sizeof(struct sockaddr_in))
+		local = (ntohl(((const struct sockaddr_in *)(const void *)to)->sin_addr.s_addr) >> 24) == 127;
+	else if (to && to->sa_family == AF_INET6 && tolen >= sizeof(struct sockaddr_in6))
+		local = IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)(const void *)to)->sin6_addr);
+	if (!local)
+		return (ssize_t)len;
+	if (!real)
+		real = (ssize_t (*)(int, const void *, size_t, int, const struct sockaddr *,
+				    socklen_t))dlsym(RTLD_NEXT, "sendto");
+	return real(fd, buf, len, flags, to, tolen);
+}
 int falcond_start(struct fd_daemon *d);
 
 static struct fd_daemon d;
