@@ -60,7 +60,7 @@ static void json_udp(struct fd_json *j, const struct fc_io_udp_stats *s)
 	fd_json_open(j, "io_udp", '{');
 	U64(j, s, rx_dgrams); U64(j, s, rx_bytes); U64(j, s, rx_truncated); U64(j, s, rx_calls);
 	U64(j, s, rx_errors); U64(j, s, tx_dgrams); U64(j, s, tx_bytes); U64(j, s, tx_calls);
-	U64(j, s, tx_eagain_drops); U64(j, s, tx_errors); U64(j, s, tx_gso_runs); U64(j, s, rx_gro_runs);
+	U64(j, s, tx_eagain_drops); U64(j, s, tx_errors); U64(j, s, tx_gso_runs); U64(j, s, tx_gso_refused); U64(j, s, rx_gro_runs);
 	fd_json_close(j, '}');
 }
 

@@ -258,6 +258,7 @@ static unsigned udp_tx_send(void *ctx, struct fc_frame *f, unsigned n)
 			if (rc < 0 && m[ok].msg_hdr.msg_controllen && !io->no_gso &&
 			    (errno == EINVAL || errno == EIO || errno == ENOPROTOOPT)) {
 				io->no_gso = 1; /* no UDP GSO here: the rest goes one by one */
+				io->st.tx_gso_refused = 1;
 				break;
 			}
 			if (rc < 0) {

@@ -28,6 +28,7 @@ struct fc_io_udp_stats {
 	uint64_t rx_dgrams, rx_bytes, rx_truncated, rx_calls, rx_errors;
 	uint64_t tx_dgrams, tx_bytes, tx_calls, tx_eagain_drops, tx_errors;
 	uint64_t tx_gso_runs;     /* datagram runs sent as one UDP GSO message */
+	uint64_t tx_gso_refused;  /* 1: the kernel refused UDP_SEGMENT, GSO is off */
 	uint64_t rx_gro_runs;     /* datagram runs received as one UDP GRO buffer */
 };
 

@@ -239,7 +239,10 @@ static unsigned capture(void *ctx, struct fc_frame *f, unsigned n, unsigned cap)
 	return 0;
 }
 
-static void test_gso_gro_runs(void **state)
+/* refuse_gso: the sending socket has SO_NO_CHECK set, with which the kernel refuses
+ * UDP_SEGMENT (EINVAL): the first GSO message fails, GSO goes off for good and every
+ * frame of the call still leaves, one datagram each, in order. */
+static void gso_burst(int refuse_gso)
 {
 	struct sockaddr_storage ss;
 	socklen_t l;
@@ -249,7 +252,6 @@ static void test_gso_gro_runs(void **state)
 	unsigned sent = 0;
 	uint64_t t0;
 
-	(void)state;
 	loopback(AF_INET, &ss, &l);
 	assert_non_null(tx = fc_io_udp_open((struct sockaddr *)&ss, l, 256));
 	assert_non_null(rx = fc_io_udp_open((struct sockaddr *)&ss, l, 16));
@@ -260,6 +262,12 @@ static void test_gso_gro_runs(void **state)
 	assert_int_equal(fc_io_udp_peer_addr((struct sockaddr *)&ss, l, &to_other), 0);
 	fc_io_udp_set_rx_filter(rx, capture, NULL);
 	fc_io_udp_set_rx_filter(other, capture, NULL);
+	if (refuse_gso) {
+		int one = 1;
+
+		assert_int_equal(setsockopt(fc_io_udp_fd(tx), SOL_SOCKET, SO_NO_CHECK, &one,
+					    sizeof(one)), 0);
+	}
 	ngot = 0;
 	/* BURST datagrams in calls of up to 64: 1000 bytes each but every 40th of 300 (it
 	 * ends a run), the 10th of each call to the other socket (it splits a run) */
@@ -279,7 +287,9 @@ static void test_gso_gro_runs(void **state)
 		sent += n;
 	}
 	assert_int_equal(fc_io_udp_stats(tx)->tx_dgrams, BURST);
-	assert_true(fc_io_udp_stats(tx)->tx_gso_runs > 0); /* runs did go as GSO */
+	assert_int_equal(fc_io_udp_stats(tx)->tx_errors + fc_io_udp_stats(tx)->tx_eagain_drops, 0);
+	assert_true(fc_io_udp_stats(tx)->tx_gso_runs > 0); /* runs did go (or were tried) as GSO */
+	assert_int_equal(fc_io_udp_stats(tx)->tx_gso_refused, (uint64_t)refuse_gso);
 	t0 = mono_ns();
 	while (ngot < BURST && mono_ns() - t0 < 5000000000ull) {
 		struct pollfd p[2] = { { fc_io_udp_fd(rx), POLLIN, 0 },
@@ -315,11 +325,24 @@ static void test_gso_gro_runs(void **state)
 		}
 		assert_int_equal(other_n, 3); /* one in each of the three calls */
 	}
-	assert_true(fc_io_udp_stats(rx)->rx_gro_runs > 0); /* and came back as GRO runs */
+	if (!refuse_gso)
+		assert_true(fc_io_udp_stats(rx)->rx_gro_runs > 0); /* and came back as GRO runs */
 	assert_int_equal(fc_io_udp_stats(rx)->rx_dgrams + fc_io_udp_stats(other)->rx_dgrams, BURST);
 	fc_io_udp_close(tx);
 	fc_io_udp_close(rx);
 	fc_io_udp_close(other);
+}
+
+static void test_gso_gro_runs(void **state)
+{
+	(void)state;
+	gso_burst(0);
+}
+
+static void test_gso_refused_fallback(void **state)
+{
+	(void)state;
+	gso_burst(1);
 }
 
 static void test_open_errors(void **state)
@@ -345,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_stranger_junk),
 		cmocka_unit_test(test_gso_gro_runs),
+		cmocka_unit_test(test_gso_refused_fallback),
 		cmocka_unit_test(test_open_errors),
 	};
 
