@@ -430,6 +430,7 @@ static int open_conn(struct cm_rec *r)
 	c.pdl.remote_cid = r->rcid;
 	c.pdl.ordered = r->kind != KIND_AH && r->ordering == FC_RDMA_ORDER_STRONG;
 	c.mn = r->kind == KIND_AH; /* UD: any QP to any QP, 6.6.3 */
+	c.limit[FC_TXN_DATA_PKT_TX] = r->cm->d->cfg.conn_data_credits; /* 8.2.3 */
 	c.pdl.tx_psn[0] = r->my_psn_req;
 	c.pdl.tx_psn[1] = r->my_psn_data;
 	c.pdl.rx_psn[0] = r->peer_psn_req;

@@ -51,6 +51,10 @@ struct fd_cfg {
 	int cc_off;               /* no congestion control: fixed windows and RTO */
 	uint32_t cc_target_us;    /* Swift base fabric delay target */
 	uint32_t min_rto_us;      /* smallest RTO the RUE may set */
+	uint32_t pending_resp;    /* RDMA answers held (0: the engine's default) */
+	uint32_t pull_defer;      /* RDMA answer headers kept per connection (if set) */
+	int pull_defer_set;
+	uint32_t conn_data_credits; /* per-connection data packet credits (0: no limit) */
 	int log_level;
 };
 

@@ -223,6 +223,10 @@ int falcond_start(struct fd_daemon *d)
 	nc.rdma.max_qps = d->cfg.max_qps;
 	nc.rdma.max_cqs = d->cfg.max_cqs;
 	nc.rdma.mtu_bytes = d->cfg.mtu_bytes;
+	if (d->cfg.pending_resp)
+		nc.rdma.pending_resp = d->cfg.pending_resp;
+	if (d->cfg.pull_defer_set)
+		nc.rdma.pull_defer_max = d->cfg.pull_defer;
 	nc.txn.mtu_bytes = d->cfg.mtu_bytes + FC_RDMA_HDR_MAX;
 	nc.mr_cap = d->cfg.max_mrs;
 	nc.rand = key_rand;

@@ -23,7 +23,8 @@ enum opt_id {
 	O_CONFIG = 'c', O_HELP = 'h', O_VERSION = 'V',
 	O_LISTEN = 256, O_PORT, O_CM_PORT, O_RUNDIR, O_API, O_ADMIN, O_IO, O_LOG, O_FAULT_TX,
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
-	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US,
+	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
+	O_CONN_DATA_CREDITS,
 };
 
 static const struct option opts[] = {
@@ -51,6 +52,9 @@ static const struct option opts[] = {
 	{ "cc", required_argument, NULL, O_CC },
 	{ "cc-target-us", required_argument, NULL, O_CC_TARGET_US },
 	{ "min-rto-us", required_argument, NULL, O_MIN_RTO_US },
+	{ "pending-resp", required_argument, NULL, O_PENDING_RESP },
+	{ "pull-defer", required_argument, NULL, O_PULL_DEFER },
+	{ "conn-data-credits", required_argument, NULL, O_CONN_DATA_CREDITS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -82,6 +86,13 @@ static void usage(FILE *f)
 		"  --cc-target-us N       Swift's base fabric delay target (default %u us: a\n"
 		"                         software path's delay, not a NIC's 25 us)\n"
 		"  --min-rto-us N         smallest retransmission timeout (default %u us)\n"
+		"  --pending-resp N       READ / atomic answers held while Falcon has no room\n"
+		"                         for them (default 16)\n"
+		"  --pull-defer N         answers per connection kept beyond those (headers only;\n"
+		"                         default 1024); past them a READ is refused with a pull\n"
+		"                         RNR and retried by Falcon (spec 6.6.4)\n"
+		"  --conn-data-credits N  data packets a connection may have waiting to go\n"
+		"                         (spec 8.2.3 credits; default 0: no per-connection limit)\n"
 		"  -V, --version, -h, --help\n",
 		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT);
 }
@@ -130,6 +141,16 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		break;
 	case O_MIN_RTO_US:
 		rc = parse_u32(v, 10, 10000000, &c->min_rto_us);
+		break;
+	case O_PENDING_RESP:
+		rc = parse_u32(v, 1, 65536, &c->pending_resp);
+		break;
+	case O_PULL_DEFER:
+		rc = parse_u32(v, 0, 65536, &c->pull_defer);
+		c->pull_defer_set = 1;
+		break;
+	case O_CONN_DATA_CREDITS:
+		rc = parse_u32(v, 0, 65536, &c->conn_data_credits);
 		break;
 	case O_PORT:
 		if (!(rc = parse_u32(v, 1, 65535, &u)))

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Two network namespaces on a veth pair (MTU 9000), a falcond in each: the opcode x size
-# matrix, the spec flows of RDMA 6.6 with the daemons reordering, and a chaos run (drop
+# matrix, the spec flows of RDMA 6.6.1-6.6.5 with the daemons reordering, and a chaos run (drop
 # 5 %, duplicate 1 %, reorder 2 % on both daemons' transmit side) of E2E_CHAOS_MIB MiB of
 # verified WRITEs and READs. Needs root (namespaces); says so and counts nothing without.
 #   E2E_CHAOS_MIB=1024 tests/e2e/test_netns.sh     (make e2e-chaos)
@@ -44,6 +44,16 @@ echo "A: tx_reorder $(num tx_reorder "$st_a") tx_drop $(num tx_drop "$st_a"); B:
 [ "$(num tx_reorder "$st_a")" -gt 0 ] && e2e_ok "packets were reordered on the way" || e2e_fail "no reordering happened"
 [ "$(num rnr_sent "$st_b")" -gt 0 ] && e2e_ok "the target answered RNR (6.6.3)" || e2e_fail "no RNR sent"
 [ "$(num nak_sent "$st_b")" -gt 0 ] && e2e_ok "the target NACKed the bad R_Key (6.6.5)" || e2e_fail "no NACK sent"
+td_stop
+
+# 6.6.4 pull RNR: B can hold one READ answer and has one data credit per connection, so
+# READs posted together are refused with pull RNR at B and retried there by Falcon; the
+# daemons still reorder
+td_start "--fault-tx reorder=10% --fault-seed 13" "--fault-tx reorder=10% --fault-seed 14 --pending-resp 1 --pull-defer 0 --conn-data-credits 1" || { e2e_fail "daemons start"; e2e_done; exit 1; }
+e2e_check "spec flow 6.6.4: 256 READs against a target short of room" "$E2E_BIN/e2e_client" pullrnr "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 256
+st_b=$("$FALCONCTL" -j -r "$TD_DIR/b" stats)
+echo "B: pull_rnr_busy $(num pull_rnr_busy "$st_b")"
+[ "$(num pull_rnr_busy "$st_b")" -gt 0 ] && e2e_ok "the target refused pulls with RNR, Falcon retried them (6.6.4)" || e2e_fail "no pull RNR at the target"
 td_stop
 
 # chaos
