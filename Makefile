@@ -30,7 +30,7 @@ FUZZ_SMOKE_SECONDS ?= 8
 
 # Debian packages the project needs to build and test. Installed by `make deps`.
 DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
-	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind
+	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind systemd man-db
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
@@ -130,6 +130,7 @@ $(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_L
 
 # the daemon, the client library, falconctl, examples (daemon/daemon.mk)
 PREFIX ?= /usr/local
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 include daemon/daemon.mk
 
 # benchmarks (bench/bench.mk): the congestion-control benchmark runs in the simulator
@@ -181,6 +182,7 @@ test: deps
 		--suite sim-xdp --args "--xdp" $(BUILD)/tests/sim/test_pdl_sim \
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
+		tests/e2e/test_service.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -205,6 +207,23 @@ install: $(FALCOND) $(FALCONCTL) $(CLIENT_LIB) $(FALCON_PERF)
 		$(DESTDIR)$(PREFIX)/include/falcon/
 	install -m 644 examples/*.c $(wildcard examples/README.md) \
 		$(DESTDIR)$(PREFIX)/share/doc/falcon/examples/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/lib/systemd/system \
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(SYSCONFDIR)/falcon
+	install -m 644 docs/man/libfalcon-client.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 644 docs/man/falcond.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 docs/man/falcond.8 docs/man/falconctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	$(call unit_of,$(PREFIX)/sbin,$(SYSCONFDIR)) > $(DESTDIR)$(PREFIX)/lib/systemd/system/falcond.service
+	install -m 644 systemd/falcon.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/falcon.conf
+	install -m 644 systemd/falcon.tmpfiles $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/falcon.conf
+	install -m 644 cli/falconctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/falconctl
+	install -m 644 systemd/falcond.conf.example $(DESTDIR)$(PREFIX)/share/doc/falcon/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/falcon/falcond.conf ] || \
+		install -m 640 systemd/falcond.conf.example $(DESTDIR)$(SYSCONFDIR)/falcon/falcond.conf
+
+# the systemd unit with its paths: $(call unit_of,SBINDIR,SYSCONFDIR)
+unit_of = sed -e 's|@SBINDIR@|$(1)|' -e 's|@SYSCONFDIR@|$(2)|' systemd/falcond.service.in
 
 # the chaos run of the e2e test at full length: 1 GiB of verified WRITEs and READs between
 # two namespaces with drop 5 %, duplicate 1 %, reorder 2 % in the daemons (root)

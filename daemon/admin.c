@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -286,7 +287,8 @@ struct fd_admin *fd_admin_new(struct fd_daemon *d)
 	if (ad->fd < 0)
 		goto fail;
 	unlink(un.sun_path);
-	if (bind(ad->fd, (struct sockaddr *)&un, sizeof(un)) < 0 || listen(ad->fd, 8) < 0)
+	if (bind(ad->fd, (struct sockaddr *)&un, sizeof(un)) < 0 || chmod(un.sun_path, 0660) < 0 ||
+	    listen(ad->fd, 8) < 0)
 		goto fail;
 	ev_io_init(&ad->w, accept_cb, ad->fd, EV_READ);
 	ad->w.data = ad;

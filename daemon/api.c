@@ -1387,7 +1387,9 @@ struct fd_api *fd_api_new(struct fd_daemon *d)
 	if (a->fd < 0)
 		goto fail;
 	unlink(un.sun_path); /* a stale socket of a daemon that died */
-	if (bind(a->fd, (struct sockaddr *)&un, sizeof(un)) < 0 || listen(a->fd, 64) < 0)
+	/* 0660: the daemon's user and group (systemd: root:falcon) are its clients */
+	if (bind(a->fd, (struct sockaddr *)&un, sizeof(un)) < 0 || chmod(un.sun_path, 0660) < 0 ||
+	    listen(a->fd, 64) < 0)
 		goto fail;
 	ev_io_init(&a->w, accept_cb, a->fd, EV_READ);
 	a->w.data = a;

@@ -101,8 +101,9 @@ struct cm_wire {
 	uint32_t dest_cid;     /* DREQ / DREP: the receiver's CID */
 	uint32_t dest_qpn;     /* REQ of a bind: the receiver's QP */
 	uint32_t pad2;
+	uint64_t boot_id;      /* random per start of the sender: a new one means it restarted */
 };
-_Static_assert(sizeof(struct cm_wire) == 64, "cm message");
+_Static_assert(sizeof(struct cm_wire) == 72, "cm message");
 
 enum cm_role { ROLE_INI = 1, ROLE_TGT };
 
@@ -125,6 +126,8 @@ static const char *const state_name[] = {
 struct cm_peer {
 	struct sockaddr_storage cm;
 	socklen_t cm_len;
+	uint64_t boot_id;         /* the instance we know (0: none yet) */
+	uint64_t restarts;
 	uint32_t version, features_supported, features_required;
 	uint64_t last_seen_ns;
 	uint32_t conns;
@@ -186,6 +189,7 @@ struct fd_cm {
 		uint64_t established, timeouts, closed, fault_drops, close_deferred;
 	} st;
 	uint64_t rng;             /* the CM fault knob's */
+	uint64_t boot_id;         /* ours */
 };
 
 static uint64_t rand64(void)
@@ -269,6 +273,7 @@ static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sock
 		.features_required = htonl(cm->d->cfg.features_required),
 		.txid = htobe64(txid),
 		.data_port = htons(cm->d->cfg.data_port),
+		.boot_id = htobe64(cm->boot_id),
 	};
 
 	if (r) {
@@ -829,6 +834,7 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 	struct cm_wire rep = *m;
 
 	rep.type = CM_DREP;
+	rep.boot_id = htobe64(cm->boot_id);
 	rep.features_supported = htonl(cm->d->cfg.features_supported);
 	rep.features_required = htonl(cm->d->cfg.features_required);
 	if (!fault_drop(cm) &&
@@ -838,13 +844,73 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 		rec_free(r);
 }
 
+/* The peer daemon at from started again (a new boot id): what we had with the old
+ * instance is gone. Its connections fail now, as a retry limit would fail them (their QPs
+ * go to the error state, every WR completes), instead of retransmitting into the new
+ * instance, which may have given their CIDs to new connections; handshakes it was in the
+ * middle of end. Records of a handshake with the new instance are not touched. */
+static void peer_restarted(struct fd_cm *cm, struct cm_peer *p, const struct sockaddr_storage *from,
+			   socklen_t len)
+{
+	struct cm_rec *r, *next;
+	uint32_t n = 0;
+	char a[80];
+
+	p->restarts++;
+	for (r = cm->recs; r; r = next) {
+		next = r->next;
+		if (!same_sa(&r->cm_addr, r->cm_len, from, len))
+			continue;
+		switch (r->state) {
+		case ST_RTU_SENT:
+		case ST_REP_SENT:
+			n++;
+			rec_fail(r, -ECONNRESET);
+			break;
+		case ST_ESTABLISHED:
+			n++;
+			if (p->conns)
+				p->conns--;
+			if (r->t)
+				fc_pdl_fail(fc_txn_pdl(r->t), -ECONNRESET);
+			if (r->kind == KIND_AH && r->role == ROLE_TGT) {
+				rec_free(r);
+				break;
+			}
+			if (r->kind != KIND_AH) {
+				struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_ERR };
+
+				fc_rdma_qp_modify(fc_node_rdma(cm->d->node), r->lqpn, &at);
+			}
+			r->state = ST_REMOTE_CLOSED;
+			break;
+		case ST_REMOTE_CLOSED:
+			if (r->t)
+				fc_pdl_fail(fc_txn_pdl(r->t), -ECONNRESET);
+			break;
+		case ST_CLOSING: /* no DREP will come from the new instance */
+			n++;
+			rec_free(r);
+			break;
+		}
+	}
+	LOG_W("cm: %s restarted: %u connections with its former instance ended",
+	      addr_str(from, a, sizeof(a)), n);
+	fd_kick(cm->d);
+}
+
 static int hello_ok(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
 		    socklen_t len, uint16_t *why)
 {
 	uint32_t req = ntohl(m->features_required), sup = ntohl(m->features_supported);
 	struct cm_peer *p = peer_of(cm, from, len, 1);
+	uint64_t boot = be64toh(m->boot_id);
 	char a[80];
 
+	if (p && boot && p->boot_id && boot != p->boot_id)
+		peer_restarted(cm, p, from, len);
+	if (p && boot)
+		p->boot_id = boot;
 	if (p) {
 		p->version = m->version;
 		p->features_supported = sup;
@@ -1047,6 +1113,7 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 		return NULL;
 	cm->d = d;
 	cm->rng = d->cfg.fault.seed ^ 0x5DEECE66Dull;
+	cm->boot_id = rand64() | 1; /* never 0: 0 means unknown */
 	ev_timer_init(&cm->closing_w, closing_cb, 0., 0.);
 	cm->closing_w.data = cm;
 	memset(&ss, 0, sizeof(ss));
@@ -1352,6 +1419,7 @@ size_t fd_cm_json_peers(const struct fd_cm *cm, char *buf, size_t cap)
 		fd_json_kv(&j, "features_required", "%u", p->features_required);
 		fd_json_kv(&j, "conns", "%u", p->conns);
 		fd_json_kv(&j, "rejects", "%llu", (unsigned long long)p->rejects);
+		fd_json_kv(&j, "restarts", "%llu", (unsigned long long)p->restarts);
 		fd_json_kv(&j, "last_seen_s_ago", "%.1f",
 			   (double)(fd_now_ns() - p->last_seen_ns) / 1e9);
 		fd_json_close(&j, '}');

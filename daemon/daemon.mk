@@ -1,6 +1,7 @@
 # falcond, libfalcon-client, falconctl, the demo and the examples (included by Makefile).
 
-FALCOND_SRCS := daemon/main.c daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/log.c
+FALCOND_SRCS := daemon/main.c daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/log.c \
+	daemon/notify.c
 FALCOND_OBJS := $(FALCOND_SRCS:%.c=$(BUILD)/%.o)
 FALCOND := $(BUILD)/daemon/falcond
 
@@ -47,7 +48,8 @@ DAEMON_ALL := $(FALCOND) $(CLIENT_LIB) $(BUILD)/lib/falcon-client.pc $(FALCONCTL
 	$(EXAMPLE_BINS) $(FALCON_PERF)
 
 # end-to-end test programs (tests/e2e/*.sh run them against live daemons)
-E2E_BINS := $(BUILD)/tests/e2e/e2e_client $(BUILD)/tests/e2e/api_abuse $(BUILD)/tests/e2e/qp_types
+E2E_BINS := $(BUILD)/tests/e2e/e2e_client $(BUILD)/tests/e2e/api_abuse $(BUILD)/tests/e2e/qp_types \
+	$(BUILD)/tests/e2e/notify_recv
 $(BUILD)/tests/e2e/%: tests/e2e/%.c $(CLIENT_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) -L$(BUILD)/lib -lfalcon-client \

@@ -22,8 +22,9 @@
 #include "fault.h"
 #include "io_udp.h"
 #include "node.h"
+#include "notify.h"
 
-#define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types */
+#define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types, boot ids */
 /* CM feature bits (the hello of every CM message): what a daemon supports and what it
  * requires of its peer. None are defined by this version but the room is the point: the
  * security issue adds PSP and its ciphers. */
@@ -78,6 +79,7 @@ struct fd_daemon {
 	ev_idle idle_w;               /* keeps the loop from sleeping while work is left */
 	ev_signal sig_w[2];
 	ev_timer fault_w;             /* releases frames the fault layer holds */
+	ev_timer notify_w;            /* systemd status and watchdog (notify.h) */
 	struct fd_api *api;
 	struct fd_cm *cm;
 	struct fd_admin *admin;

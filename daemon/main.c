@@ -97,11 +97,30 @@ static void usage(FILE *f)
 		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT);
 }
 
+static struct fd_notify notify;
+
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	(void)revents;
 	LOG_I("falcond: %s: shutting down", strsignal(w->signum));
+	fd_notify(&notify, "STOPPING=1\nSTATUS=stopping (%s)", strsignal(w->signum));
 	ev_break(loop, EVBREAK_ALL);
+}
+
+/* What falcond serves, for systemctl status. */
+static void notify_status(struct fd_daemon *d, const char *extra)
+{
+	fd_notify(&notify, "%sSTATUS=%u clients, %u connections, security none, io udp %s:%u",
+		  extra, fd_api_nclients(d->api), fd_cm_nconns(d->cm), d->cfg.listen_addr,
+		  d->cfg.data_port);
+}
+
+/* From the loop itself: a loop that hangs stops the watchdog pings (WatchdogSec=). */
+static void notify_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	notify_status(w->data, notify.watchdog_usec ? "WATCHDOG=1\n" : "");
 }
 
 static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -334,6 +353,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	d.loop = ev_default_loop(EVFLAG_AUTO);
 	d.start_ns = fd_now_ns();
+	if (fd_notify_open(&notify))
+		LOG_W("falcond: NOTIFY_SOCKET=%s is not a socket address: not notifying",
+		      getenv("NOTIFY_SOCKET"));
 	rc = falcond_start(&d);
 	for (int i = 0; i < 2 && !rc; i++) {
 		ev_signal_init(&d.sig_w[i], signal_cb, i ? SIGTERM : SIGINT);
@@ -346,10 +368,29 @@ int main(int argc, char **argv)
 		      FALCOND_VERSION, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,
 		      d.cfg.cm_port, d.cfg.api_path, d.cfg.admin_path,
 		      d.cfg.cc_off ? "off" : "swift");
+		notify_status(&d, "READY=1\n");
+		if (notify.fd >= 0) {
+			/* status every 5 s; the watchdog at half its interval, if sooner */
+			double every = 5.;
+
+			if (notify.watchdog_usec && (double)notify.watchdog_usec / 2e6 < every)
+				every = (double)notify.watchdog_usec / 2e6;
+			ev_timer_init(&d.notify_w, notify_cb, every, every);
+			d.notify_w.data = &d;
+			ev_timer_start(d.loop, &d.notify_w);
+			ev_unref(d.loop);
+		}
 		ev_run(d.loop, 0);
+		if (notify.fd >= 0) {
+			ev_ref(d.loop);
+			ev_timer_stop(d.loop, &d.notify_w);
+		}
 	}
+	if (rc)
+		fd_notify(&notify, "STATUS=failed to start: %s\nERRNO=%d", strerror(-rc), -rc);
 	falcond_stop(&d);
 	ev_loop_destroy(d.loop);
+	fd_notify_close(&notify);
 	LOG_I("falcond: stopped");
 	return rc ? 1 : 0;
 }

@@ -624,14 +624,18 @@ API int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int ti
 		if ((rc = falcon_poll_cq(cq, n, wc)))
 			return rc;
 		int64_t left = end == INT64_MAX ? -1 : end - mono_ms();
-		struct pollfd p = { .fd = cq->evfd, .events = POLLIN };
+		/* the control socket hangs up when falcond dies: no completion will come */
+		struct pollfd p[2] = { { .fd = cq->evfd, .events = POLLIN },
+				       { .fd = cq->n.ctx->sock, .events = 0 } };
 
 		if (end != INT64_MAX && left <= 0)
 			return 0;
-		rc = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		rc = poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left);
 		if (rc < 0 && errno != EINTR)
 			return fail(-errno);
-		if (rc > 0)
+		if (rc > 0 && (p[1].revents & (POLLHUP | POLLERR)) && !falcon_poll_cq(cq, n, wc))
+			return fail(-ENOTCONN);
+		if (rc > 0 && (p[0].revents & POLLIN))
 			falcon_cq_ack_events(cq);
 	}
 }

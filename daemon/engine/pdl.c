@@ -249,6 +249,10 @@ size_t fc_pdl_mem_bytes(const struct fc_pdl *p)
 	       (p->rx_own ? sizeof(*p->rx_own) : 0);
 }
 int fc_pdl_is_dead(const struct fc_pdl *p) { return p->dead; }
+
+static void go_dead(struct fc_pdl *p, int reason);
+
+void fc_pdl_fail(struct fc_pdl *p, int reason) { go_dead(p, reason); }
 uint32_t fc_pdl_path(const struct fc_pdl *p) { return p->path; }
 uint32_t fc_pdl_fcwnd_fp(const struct fc_pdl *p) { return p->fcwnd_fp; }
 uint32_t fc_pdl_ncwnd(const struct fc_pdl *p) { return p->ncwnd; }

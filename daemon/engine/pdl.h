@@ -243,6 +243,10 @@ uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win);
  * at most a few there, 8.3). */
 uint32_t fc_pdl_unsent(const struct fc_pdl *p, enum fc_win_id win);
 int fc_pdl_is_dead(const struct fc_pdl *p);
+/* Give the connection up from outside (the CM learned that the peer restarted: section
+ * 11's connection failure): as an exhausted retry limit does, every packet is released
+ * with FC_TX_CONN_DEAD, nothing more is sent, and ops->fatal is called with reason. */
+void fc_pdl_fail(struct fc_pdl *p, int reason);
 /* Path selector PLB moves (starts at 0). */
 uint32_t fc_pdl_path(const struct fc_pdl *p);
 /* Current fabric / NIC windows and RTO, for operators and benchmarks. */

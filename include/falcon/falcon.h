@@ -179,7 +179,9 @@ int falcon_cq_fd(const struct falcon_cq *cq);
 int falcon_cq_ack_events(struct falcon_cq *cq);
 /* Wait (poll the fd) until a completion is there or timeout_ms passes (-1: forever):
  * arms, re-polls and sleeps as the verbs idiom does. Returns the number of completions
- * polled into wc (> 0), 0 on timeout, or a negative errno. */
+ * polled into wc (> 0), 0 on timeout, -ENOTCONN when falcond has gone (stopped or died:
+ * nothing more will complete; open a new context once it is back), or another negative
+ * errno. */
 int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int timeout_ms);
 
 /* ---- queue pairs ---- */

@@ -162,7 +162,11 @@ static void reap(struct side *s, unsigned n, const char *what)
 	while (n) {
 		int k = falcon_wait_cq(s->cq, n < 64 ? (int)n : 64, wc, WAIT_MS);
 
-		if (k <= 0) {
+		if (k < 0) {
+			CHECK(0, "%s: %u completions missing: %s", what, n, falcon_strerror(k));
+			return;
+		}
+		if (k == 0) {
 			CHECK(0, "%s: %u completions missing after %d ms", what, n, WAIT_MS);
 			return;
 		}
