@@ -62,7 +62,7 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 
 # node: one Falcon endpoint, the engine behind an I/O backend (daemon/node.c), shared by
 # falcond, the simulator tests and the benchmarks
-NODE_SRCS := daemon/node.c daemon/io_udp.c daemon/fault.c daemon/encap_null.c
+NODE_SRCS := daemon/node.c daemon/io_udp.c daemon/fault.c daemon/encap_null.c daemon/rue_thread.c
 NODE_OBJS := $(NODE_SRCS:%.c=$(BUILD)/%.o)
 NODE_LIB := $(BUILD)/libfcnode.a
 
@@ -287,4 +287,4 @@ FUZZ_DAEMON_SRCS := daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon
 build-fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(ENGINE_SRCS) $(FUZZ_DAEMON_SRCS) \
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< $(FUZZ_DAEMON_SRCS) $(ENGINE_SRCS) -o $@ -lev
+	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< $(FUZZ_DAEMON_SRCS) $(ENGINE_SRCS) -o $@ -lev -lpthread

@@ -121,7 +121,8 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kstr(&j, "io", "udp");
 		fd_json_kstr(&j, "security", "none (PSP NULL header: packets are neither "
 				 "encrypted nor authenticated)");
-		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off (fixed windows and RTO)" : "swift");
+		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off (fixed windows and RTO)" :
+				 d->rue_th ? "swift (RUE thread)" : "swift (in the loop)");
 		fd_json_kstr(&j, "address", d->cfg.listen_addr);
 		fd_json_kv(&j, "data_port", "%u", d->cfg.data_port);
 		fd_json_kv(&j, "cm_port", "%u", d->cfg.cm_port);
@@ -165,6 +166,17 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		json_rdma(&j, fc_rdma_counters(fc_node_rdma(d->node)));
 		if (d->fault)
 			json_fault(&j, fc_fault_stats(d->fault));
+		if (d->rue_th) {
+			struct fd_rue_thread_stats rs;
+
+			fd_rue_thread_stats(d->rue_th, &rs);
+			fd_json_open(&j, "rue_thread", '{');
+			U64(&j, &rs, offered); U64(&j, &rs, refused); U64(&j, &rs, queue_full);
+			U64(&j, &rs, processed); U64(&j, &rs, results_lost); U64(&j, &rs, taken);
+			U64(&j, &rs, thread_wakeups); U64(&j, &rs, loop_wakeups);
+			U64(&j, &rs, thread_sleeps);
+			fd_json_close(&j, '}');
+		}
 		json_part(&j, "cm", PART(fd_cm_json_stats), d->cm);
 		json_part(&j, "api", PART(fd_api_json_stats), d->api);
 		fd_json_close(&j, '}');

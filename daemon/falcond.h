@@ -23,6 +23,7 @@
 #include "io_udp.h"
 #include "node.h"
 #include "notify.h"
+#include "rue_thread.h"
 
 #define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types, boot ids */
 /* CM feature bits (the hello of every CM message): what a daemon supports and what it
@@ -36,6 +37,7 @@
  * descheduled peer was about to acknowledge. */
 #define FD_CC_TARGET_US_DEFAULT 300u
 #define FD_MIN_RTO_US_DEFAULT 2000u
+#define FD_RUE_QUEUE 4096u  /* records in each of the RUE thread's queues */
 
 struct fd_cfg {
 	char api_path[108];       /* API socket */
@@ -50,6 +52,7 @@ struct fd_cfg {
 	int fault_on;
 	uint32_t cm_drop_ppm;     /* CM messages lost on purpose, each direction (tests) */
 	int cc_off;               /* no congestion control: fixed windows and RTO */
+	int rue_inline;           /* Swift in the loop thread instead of the RUE thread */
 	uint32_t cc_target_us;    /* Swift base fabric delay target */
 	uint32_t min_rto_us;      /* smallest RTO the RUE may set */
 	uint32_t pending_resp;    /* RDMA answers held (0: the engine's default) */
@@ -80,6 +83,8 @@ struct fd_daemon {
 	ev_signal sig_w[2];
 	ev_timer fault_w;             /* releases frames the fault layer holds */
 	ev_timer notify_w;            /* systemd status and watchdog (notify.h) */
+	struct fd_rue_thread *rue_th; /* Swift/PLB in their thread (NULL: inline or off) */
+	ev_io rue_w;                  /* its results' eventfd */
 	struct fd_api *api;
 	struct fd_cm *cm;
 	struct fd_admin *admin;

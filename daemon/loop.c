@@ -124,12 +124,48 @@ static void idle_cb(struct ev_loop *loop, ev_idle *w, int revents)
 	fd_kick(d);
 }
 
+/* The RUE thread's results (rue_thread.h): each to its connection's PDL. */
+static int rue_results(struct fd_daemon *d)
+{
+	struct fc_cc_result res;
+	int n = 0;
+
+	while (n < 1024 && fd_rue_thread_take(d->rue_th, &res)) {
+		if (fc_node_cc_apply(d->node, &res) == 0)
+			n++;
+	}
+	return n;
+}
+
+static void rue_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct fd_daemon *d = w->data;
+
+	(void)loop;
+	(void)revents;
+	fd_rue_thread_ack(d->rue_th);
+	if (rue_results(d))
+		fd_kick(d); /* a window may have opened */
+}
+
+static int rue_offer(void *ctx, const struct fc_cc_event *ev, unsigned pred)
+{
+	return fd_rue_thread_offer(ctx, ev, pred);
+}
+
+static void rue_forget(void *ctx, uint32_t cid)
+{
+	fd_rue_thread_forget(ctx, cid);
+}
+
 static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct fd_daemon *d = w->data;
 
 	(void)revents;
 	d->loops++;
+	if (d->rue_th && rue_results(d))
+		fd_kick(d);
 	for (int i = 0; i < 4 && fd_api_prepare(d->api, 0) > 0; i++)
 		fd_kick(d);
 	/* going to sleep: tell the clients to ring, then look once more (a WR published
@@ -138,6 +174,21 @@ static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 		fd_kick(d);
 		ev_idle_start(loop, &d->idle_w);
 	}
+	/* the same with the RUE thread: asleep from here unless results wait already */
+	if (d->rue_th && fd_rue_thread_loop_sleeps(d->rue_th, 1)) {
+		fd_rue_thread_loop_sleeps(d->rue_th, 0);
+		ev_idle_start(loop, &d->idle_w);
+	}
+}
+
+static void check_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct fd_daemon *d = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (d->rue_th)
+		fd_rue_thread_loop_sleeps(d->rue_th, 0); /* awake: the thread need not ring */
 }
 
 static unsigned fault_rx(void *ctx, struct fc_frame *f, unsigned n, unsigned cap)
@@ -176,6 +227,9 @@ void fd_cfg_default(struct fd_cfg *c)
 	c->log_level = FC_LOG_INFO;
 	c->cc_target_us = FD_CC_TARGET_US_DEFAULT;
 	c->min_rto_us = FD_MIN_RTO_US_DEFAULT;
+	/* --rue auto: a thread of its own costs a wakeup per CC event burst, which pays only
+	 * where it does not take a core from the loop or the clients */
+	c->rue_inline = sysconf(_SC_NPROCESSORS_ONLN) < 4;
 }
 
 /* ---- start and stop ---- */
@@ -236,7 +290,18 @@ int falcond_start(struct fd_daemon *d)
 		rue.min_rto_ns = d->cfg.min_rto_us * 1000u;
 		if (rue.initial_rto_ns < rue.min_rto_ns)
 			rue.initial_rto_ns = rue.min_rto_ns;
-		nc.rue = &rue;
+		if (d->cfg.rue_inline) {
+			nc.rue = &rue;
+		} else {
+			d->rue_th = fd_rue_thread_new(&rue, d->cfg.max_conns, FD_RUE_QUEUE, fd_now_ns);
+			if (!d->rue_th) {
+				LOG_E("falcond: RUE thread: %s", strerror(errno));
+				return -errno;
+			}
+			nc.cc_offer = rue_offer;
+			nc.cc_forget = rue_forget;
+			nc.cc_ctx = d->rue_th;
+		}
 	}
 	nc.io = &fc_io_udp_ops;
 	nc.io_ctx = d->io;
@@ -287,8 +352,15 @@ int falcond_start(struct fd_daemon *d)
 	d->timer_at_ns = UINT64_MAX;
 	ev_io_init(&d->timer_w, timer_cb, d->timer_fd, EV_READ);
 	ev_prepare_init(&d->prep_w, prepare_cb);
+	ev_check_init(&d->check_w, check_cb);
 	ev_idle_init(&d->idle_w, idle_cb);
-	d->io_w.data = d->timer_w.data = d->prep_w.data = d->idle_w.data = d;
+	d->io_w.data = d->timer_w.data = d->prep_w.data = d->idle_w.data = d->check_w.data = d;
+	if (d->rue_th) {
+		ev_io_init(&d->rue_w, rue_cb, fd_rue_thread_fd(d->rue_th), EV_READ);
+		d->rue_w.data = d;
+		ev_io_start(d->loop, &d->rue_w);
+		ev_check_start(d->loop, &d->check_w);
+	}
 	ev_io_start(d->loop, &d->io_w);
 	ev_io_start(d->loop, &d->timer_w);
 	ev_prepare_start(d->loop, &d->prep_w);
@@ -307,6 +379,12 @@ void falcond_stop(struct fd_daemon *d)
 	fd_cm_free(d->cm);
 	if (d->node)
 		fc_node_free(d->node);
+	if (d->rue_th) {
+		ev_io_stop(d->loop, &d->rue_w);
+		ev_check_stop(d->loop, &d->check_w);
+		fd_rue_thread_free(d->rue_th);
+		d->rue_th = NULL;
+	}
 	fc_fault_free(d->fault);
 	if (d->io)
 		fc_io_udp_close(d->io);

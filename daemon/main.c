@@ -24,7 +24,7 @@ enum opt_id {
 	O_LISTEN = 256, O_PORT, O_CM_PORT, O_RUNDIR, O_API, O_ADMIN, O_IO, O_LOG, O_FAULT_TX,
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
-	O_CONN_DATA_CREDITS,
+	O_CONN_DATA_CREDITS, O_RUE,
 };
 
 static const struct option opts[] = {
@@ -55,6 +55,7 @@ static const struct option opts[] = {
 	{ "pending-resp", required_argument, NULL, O_PENDING_RESP },
 	{ "pull-defer", required_argument, NULL, O_PULL_DEFER },
 	{ "conn-data-credits", required_argument, NULL, O_CONN_DATA_CREDITS },
+	{ "rue", required_argument, NULL, O_RUE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -83,6 +84,9 @@ static void usage(FILE *f)
 		"  --cm-retry-ms N        CM retransmission interval (default 100)\n"
 		"  --cm-retries N         CM retransmissions before giving up (default 30)\n"
 		"  --cc swift|off         congestion control (default swift: Swift and PLB, spec 10)\n"
+		"  --rue auto|thread|inline  where Swift and PLB run: their own thread behind the\n"
+		"                         queues of spec 10.6, or in the loop; auto (default):\n"
+		"                         the thread with 4 or more CPUs online, else in the loop\n"
 		"  --cc-target-us N       Swift's base fabric delay target (default %u us: a\n"
 		"                         software path's delay, not a NIC's 25 us)\n"
 		"  --min-rto-us N         smallest retransmission timeout (default %u us)\n"
@@ -152,6 +156,14 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 	case O_CC:
 		if (!strcmp(v, "swift") || !strcmp(v, "off"))
 			c->cc_off = !strcmp(v, "off");
+		else
+			rc = -EINVAL;
+		break;
+	case O_RUE:
+		if (!strcmp(v, "auto"))
+			c->rue_inline = sysconf(_SC_NPROCESSORS_ONLN) < 4;
+		else if (!strcmp(v, "thread") || !strcmp(v, "inline"))
+			c->rue_inline = !strcmp(v, "inline");
 		else
 			rc = -EINVAL;
 		break;
@@ -363,11 +375,12 @@ int main(int argc, char **argv)
 		ev_unref(d.loop); /* the sockets keep the loop alive, not the signals */
 	}
 	if (!rc) {
-		LOG_I("falcond %s: data udp %s:%u, cm udp %s:%u, api %s, admin %s, cc %s, security "
+		LOG_I("falcond %s: data udp %s:%u, cm udp %s:%u, api %s, admin %s, cc %s%s, security "
 		      "none (PSP NULL header: packets are neither encrypted nor authenticated)",
 		      FALCOND_VERSION, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,
 		      d.cfg.cm_port, d.cfg.api_path, d.cfg.admin_path,
-		      d.cfg.cc_off ? "off" : "swift");
+		      d.cfg.cc_off ? "off" : "swift",
+		      d.cfg.cc_off ? "" : d.cfg.rue_inline ? " (inline)" : " (RUE thread)");
 		notify_status(&d, "READY=1\n");
 		if (notify.fd >= 0) {
 			/* status every 5 s; the watchdog at half its interval, if sooner */

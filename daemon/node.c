@@ -222,7 +222,14 @@ static int cc_event(void *ctx, const struct fc_cc_event *ev, unsigned pred)
 	struct conn_slot *s = slot_of_cid(n, ev->cid);
 	struct fc_cc_result res;
 
-	(void)pred;
+	if (n->cfg.cc_offer) { /* the caller's RUE (a thread): the result comes later */
+		if (n->cfg.cc_offer(n->cfg.cc_ctx, ev, pred)) {
+			n->cnt.cc_errors++;
+			return 1;
+		}
+		n->cnt.cc_events++;
+		return 0;
+	}
 	memset(&res, 0, sizeof(res));
 	if (!s || fc_rue_process(n->rue, ev, fc_ns_to_ts(n->now_ns) & FC_TS24_MASK, &res) < 0) {
 		n->cnt.cc_errors++;
@@ -230,6 +237,16 @@ static int cc_event(void *ctx, const struct fc_cc_event *ev, unsigned pred)
 	}
 	fc_pdl_cc_apply(fc_txn_pdl(s->t), &res);
 	n->cnt.cc_events++;
+	return 0;
+}
+
+int fc_node_cc_apply(struct fc_node *n, const struct fc_cc_result *res)
+{
+	struct conn_slot *s = slot_of_cid(n, res->cid);
+
+	if (!s || !s->t)
+		return -ENOENT;
+	fc_pdl_cc_apply(fc_txn_pdl(s->t), res);
 	return 0;
 }
 
@@ -243,7 +260,7 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 		return NULL;
 	}
 	cfg->pdl.local_cid = cid;
-	if (n->rue) {
+	if (n->rue || n->cfg.cc_offer) {
 		cfg->cc_event = cc_event;
 		cfg->cc_ctx = n;
 	}
@@ -267,6 +284,8 @@ int fc_node_conn_close(struct fc_node *n, struct fc_txn *t)
 		return rc == -EINVAL ? -ENOENT : rc;
 	if (n->rue)
 		fc_rue_forget(n->rue, s->cid);
+	else if (n->cfg.cc_forget)
+		n->cfg.cc_forget(n->cfg.cc_ctx, s->cid);
 	s->t = NULL;
 	return 0;
 }

@@ -94,6 +94,13 @@ struct fc_node_cfg {
 	 * queue is always empty, so the admission policy of 10.6.1 never refuses one; the
 	 * RUE thread of DESIGN.md ("Threads") is the other way to run the same code. */
 	const struct fc_rue_cfg *rue;
+	/* Or the caller runs it (falcond: a thread, DESIGN.md "Threads"): every CC event goes
+	 * to cc_offer (0: taken; else refused, counted, and the PDL keeps its windows), its
+	 * results come back through fc_node_cc_apply, and cc_forget is told of each closed
+	 * connection. rue must be NULL then. */
+	int (*cc_offer)(void *ctx, const struct fc_cc_event *ev, unsigned pred);
+	void (*cc_forget)(void *ctx, uint32_t cid);
+	void *cc_ctx;
 };
 
 /* Engine defaults (txn / rdma *_cfg_default, MTU 4096), 4096 MRs, 256 PDs, 64 peers. io
@@ -157,6 +164,9 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 int fc_node_conn_close(struct fc_node *n, struct fc_txn *t);
 /* The peer of a connection, or UINT32_MAX. */
 uint32_t fc_node_conn_peer(const struct fc_node *n, const struct fc_txn *t);
+/* A CC result for connection res->cid (from the caller's RUE, cfg.cc_offer): applied to
+ * its PDL. Returns 0, or -ENOENT when the connection has closed since (dropped). */
+int fc_node_cc_apply(struct fc_node *n, const struct fc_cc_result *res);
 
 /* Process nf received frames (any number; each f[i].meta.now_ns set by the backend).
  * The frames stay the backend's: nothing of them is kept after the call. Returns the

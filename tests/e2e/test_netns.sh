@@ -28,8 +28,8 @@ if ! np_up; then
 fi
 TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
 
-# clean daemons: matrix
-td_start "--mtu 8192" "--mtu 8192" || { e2e_fail "daemons start"; e2e_done; exit 1; }
+# clean daemons, Swift in the RUE thread (as in the chaos run): matrix
+td_start "--mtu 8192 --rue thread" "--mtu 8192 --rue thread" || { e2e_fail "daemons start"; e2e_done; exit 1; }
 e2e_check "matrix across the veth (1 B .. 1 MiB, every opcode)" "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
 td_stop
 
@@ -57,7 +57,7 @@ echo "B: pull_rnr_busy $(num pull_rnr_busy "$st_b")"
 td_stop
 
 # chaos
-td_start "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 21" "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 22" || { e2e_fail "daemons start"; e2e_done; exit 1; }
+td_start "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 21 --rue thread" "--fault-tx drop=5%,dup=1%,reorder=2% --fault-seed 22 --rue thread" || { e2e_fail "daemons start"; e2e_done; exit 1; }
 e2e_check "chaos: $CHAOS_MIB MiB WRITE + READ verified, drop 5 % dup 1 % reorder 2 %" "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" "$CHAOS_MIB"
 st_a=$("$FALCONCTL" -j -r "$TD_DIR/a" stats)
 echo "A: fault tx_drop $(num tx_drop "$st_a") tx_dup $(num tx_dup "$st_a") tx_reorder $(num tx_reorder "$st_a")"
