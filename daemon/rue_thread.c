@@ -105,6 +105,20 @@ static void *rue_main(void *arg)
 	return NULL;
 }
 
+/* Everything but the thread (stopped, or never started). */
+static void release(struct fd_rue_thread *t)
+{
+	if (t->work_fd >= 0)
+		close(t->work_fd);
+	if (t->done_fd >= 0)
+		close(t->done_fd);
+	fc_rue_q_free(t->evq);
+	fc_rue_q_free(t->resq);
+	fc_rue_free(t->rue);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
 struct fd_rue_thread *fd_rue_thread_new(const struct fc_rue_cfg *cfg, uint32_t max_conns,
 					uint32_t qcap, uint64_t (*now_ns)(void))
 {
@@ -131,15 +145,7 @@ struct fd_rue_thread *fd_rue_thread_new(const struct fc_rue_cfg *cfg, uint32_t m
 	return t;
 fail:
 	err = errno;
-	if (t->work_fd >= 0)
-		close(t->work_fd);
-	if (t->done_fd >= 0)
-		close(t->done_fd);
-	fc_rue_q_free(t->evq);
-	fc_rue_q_free(t->resq);
-	fc_rue_free(t->rue);
-	pthread_mutex_destroy(&t->lock);
-	free(t);
+	release(t);
 	errno = err;
 	return NULL;
 }
@@ -153,13 +159,7 @@ void fd_rue_thread_free(struct fd_rue_thread *t)
 	__atomic_store_n(&t->stop, 1, __ATOMIC_RELEASE);
 	(void)!write(t->work_fd, &one, sizeof(one));
 	pthread_join(t->th, NULL);
-	close(t->work_fd);
-	close(t->done_fd);
-	fc_rue_q_free(t->evq);
-	fc_rue_q_free(t->resq);
-	fc_rue_free(t->rue);
-	pthread_mutex_destroy(&t->lock);
-	free(t);
+	release(t);
 }
 
 int fd_rue_thread_offer(struct fd_rue_thread *t, const struct fc_cc_event *ev, unsigned pred)
