@@ -49,6 +49,8 @@ struct fc_frame {
 	uint32_t cap;       /* room at buf (tx) */
 	uint64_t io_handle; /* the backend's own reference (UMEM address, slot index) */
 	const struct fc_peer_addr *peer; /* tx: destination; rx: source (may be NULL) */
+	uint32_t peer_idx;               /* tx: the node's peer index of the destination (the
+					  * PSP layer picks the peer's SA by it) */
 	struct fc_rx_meta meta;          /* rx only */
 };
 

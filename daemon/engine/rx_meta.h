@@ -18,6 +18,8 @@ struct fc_rx_meta {
 			     * the engine must take the packet as new, not as a duplicate */
 	uint8_t pad;
 	uint32_t path;      /* receive path / queue the packet came in on (informational) */
+	uint32_t spi;       /* PSP SPI the packet was opened under (0 without PSP): the node's
+			     * per-connection SPI check runs on it (spec 9.2.2.3) */
 };
 
 #endif
