@@ -62,7 +62,8 @@ $(ENGINE_LIB): $(ENGINE_OBJS)
 
 # node: one Falcon endpoint, the engine behind an I/O backend (daemon/node.c), shared by
 # falcond, the simulator tests and the benchmarks
-NODE_SRCS := daemon/node.c daemon/io_udp.c daemon/fault.c daemon/encap_null.c daemon/rue_thread.c
+NODE_SRCS := daemon/node.c daemon/io_udp.c daemon/fault.c daemon/encap_null.c daemon/rue_thread.c \
+	daemon/encap_psp.c
 NODE_OBJS := $(NODE_SRCS:%.c=$(BUILD)/%.o)
 NODE_LIB := $(BUILD)/libfcnode.a
 
@@ -105,7 +106,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
 BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
 BPFTEST_BINS := $(BPFTEST_SRCS:%.c=$(BUILD)/%)
-TEST_LIBS := -lcmocka -lpthread
+TEST_LIBS := -lcmocka -lsodium -lpthread
 
 $(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
@@ -287,4 +288,4 @@ FUZZ_DAEMON_SRCS := daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon
 build-fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(ENGINE_SRCS) $(FUZZ_DAEMON_SRCS) \
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< $(FUZZ_DAEMON_SRCS) $(ENGINE_SRCS) -o $@ -lev -lpthread
+	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< $(FUZZ_DAEMON_SRCS) $(ENGINE_SRCS) -o $@ -lev -lsodium -lpthread
