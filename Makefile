@@ -11,6 +11,7 @@
 #   make bench-sim    the congestion-control benchmark table (bench/sim_cc.c)
 #   make bench-engine the engine's cost per operation (bench/engine_bench.c); INSTR=1 adds
 #                     callgrind instruction counts
+#   make bench-psp    PSP seal/open cost per packet beside NULL (bench/psp_bench.c)
 #   make bench-netns  falcon-perf beside iperf3 and sockperf on a veth pair (root)
 #   make demo         two falcond on 127.0.0.1 and a client through every operation
 #   make e2e-chaos    1 GiB of verified RDMA between two namespaces with loss (root)
@@ -160,7 +161,7 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo install e2e-chaos bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo install e2e-chaos bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -248,6 +249,11 @@ memcheck: all
 bench-engine: $(BUILD)/bench/engine_bench
 	$(BUILD)/bench/engine_bench
 	$(if $(filter 1,$(INSTR)),bench/instr.sh $(BUILD)/bench/engine_bench)
+
+# The encapsulation's cost per packet: PSP seal and open per cipher beside the NULL
+# encapsulation, at 64 B, 1 KiB and 4 KiB (bench/psp_bench.c).
+bench-psp: $(BUILD)/bench/psp_bench
+	$(BUILD)/bench/psp_bench
 
 # falcon through falcond beside the kernel's TCP and UDP (iperf3, sockperf) on one veth
 # pair between two namespaces, in the same run (root; bench/netns_compare.sh)

@@ -19,3 +19,10 @@ BENCH_BINS += $(BUILD)/bench/engine_bench
 $(BUILD)/bench/engine_bench: bench/engine_bench.c $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS)
+
+# psp_bench: the encapsulation's cost per packet, PSP ciphers beside NULL (make bench-psp)
+BENCH_BINS += $(BUILD)/bench/psp_bench
+
+$(BUILD)/bench/psp_bench: bench/psp_bench.c $(NODE_LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lsodium
