@@ -295,3 +295,9 @@ build-fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(ENGINE_SRCS) $(FUZZ_DAEMON_SRCS) \
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< $(FUZZ_DAEMON_SRCS) $(ENGINE_SRCS) -o $@ -lev -lsodium -lpthread
+
+# the PSP encapsulation's open and seal (tests/fuzz/fuzz_encap_psp.c), libsodium linked
+build-fuzz/fuzz_encap_psp: tests/fuzz/fuzz_encap_psp.c daemon/encap_psp.c $(ENGINE_SRCS) \
+		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< daemon/encap_psp.c $(ENGINE_SRCS) -o $@ -lsodium
