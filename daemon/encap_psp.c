@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -382,6 +383,7 @@ struct fc_encap_psp *fc_encap_psp_new(const struct fc_encap_psp_cfg *cfg)
 	uint32_t slots = cfg->key_cache_slots ? cfg->key_cache_slots : FC_PSP_KEY_CACHE_DEFAULT;
 	struct fc_encap_psp *e;
 	void *mem = NULL;
+	size_t page;
 	int err;
 
 	if ((cfg->version != FC_PSP_VER_AES_GCM_256 &&
@@ -410,9 +412,12 @@ struct fc_encap_psp *fc_encap_psp_new(const struct fc_encap_psp_cfg *cfg)
 	e->tx = calloc(cfg->max_peers, sizeof(*e->tx));
 	e->rx_spi = calloc(cfg->max_peers, sizeof(*e->rx_spi));
 	e->cache_spi = calloc(slots, sizeof(*e->cache_spi));
+	/* whole pages of our own, so locking and unlocking touch no one else's memory */
+	page = (size_t)sysconf(_SC_PAGESIZE);
 	e->sec_len = sizeof(struct psp_secrets) +
 		     ((size_t)cfg->max_peers + slots) * sizeof(union psp_key);
-	if (!e->tx || !e->rx_spi || !e->cache_spi || posix_memalign(&mem, 64, e->sec_len)) {
+	e->sec_len = (e->sec_len + page - 1) / page * page;
+	if (!e->tx || !e->rx_spi || !e->cache_spi || posix_memalign(&mem, page, e->sec_len)) {
 		fc_encap_psp_free(e);
 		errno = ENOMEM;
 		return NULL;

@@ -147,8 +147,9 @@ int fc_encap_psp_tx_clear(struct fc_encap_psp *e, uint32_t peer);
 
 /* The SPI of peer in the current generation, issued on the first call (later calls
  * return the same one until the next rotation) and, in key (if not NULL), its
- * FC_PSP_KEY_LEN-byte key: what the CM sends to that peer's transmitter. Returns 0 or
- * -EINVAL (peer >= max_peers). */
+ * FC_PSP_KEY_LEN-byte key: what the CM sends to that peer's transmitter (inside its
+ * encrypted handshake; the caller wipes key with sodium_memzero once sent). Returns 0
+ * or -EINVAL (peer >= max_peers). */
 int fc_encap_psp_rx_issue(struct fc_encap_psp *e, uint32_t peer, uint32_t *spi,
 			  uint8_t key[FC_PSP_KEY_LEN]);
 /* Key rotation, spec 9.2.2.3 step 1: generation + 1 with master_key (FC_PSP_KEY_LEN
