@@ -24,8 +24,9 @@
  * Keys. Transmit: one SA per peer (the node's peer index, struct fc_frame.peer_idx), the
  * SPI and key the peer's receiver issued, installed by the CM. Receive: SPI bit 31 is
  * the key phase (the low bit of the key generation, spec 9.2.2.3 "SPI generation"); the
- * key of an SPI is crypto_kdf_derive_from_key(master[phase], subkey id = SPI), so the
- * receiver keeps only two master keys (current and previous phase) and derives; derived
+ * key of an SPI is crypto_kdf_derive_from_key(master[phase], subkey id = version << 32 |
+ * SPI, so the two ciphers never share a key), so the receiver keeps only two master keys
+ * (current and previous phase) and derives; derived
  * keys sit in a bounded direct-mapped cache so the data path runs no KDF per packet. The
  * SPIs this layer issues have the form
  *   bit 31 = generation & 1 | bits 30:16 = (generation >> 1) & 0x7FFF | bits 15:0 = peer + 1
