@@ -4,7 +4,12 @@
  *
  *   falconctl [-j] [-s SOCKET | -r RUNDIR] OBJECT COMMAND [ARG]
  *     status | peer list | conn list | conn show ID | qp list | mr list | client list | stats
+ *   falconctl [-j] key generate [-o FILE] | key show FILE
  *
+ * The key commands need no daemon: they write a new identity key (the connection
+ * manager's static X25519 key, daemon/hs.h) to a file of mode 0600 and print its public
+ * key in base64, the form the peers' configs name it in, or print the public key of a
+ * key file.
  * The daemon answers with JSON; -j prints it as it is, otherwise it is drawn as tables
  * (lists) and "key: value" lines (objects). Exit status: 0 done, 1 the daemon refused the
  * command, 2 the daemon could not be reached (not running?) or answered nonsense.
@@ -18,9 +23,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "hs.h"
+
 #define ANSWER_MAX (2u << 20)
 #define DEPTH_MAX 8
 #define COLS_MAX 32
+#define KEY_FILE_DEFAULT "/etc/falcon/falcond.key"
 
 /* ---- a small JSON reader: enough for what falcond writes ---- */
 
@@ -215,6 +225,48 @@ static void render(const struct jv *v, int indent)
 	}
 }
 
+/* ---- identity keys (no daemon involved) ---- */
+
+/* key generate [-o FILE] | key show FILE. Exit status: 0 done, 1 refused (the file
+ * exists, is not private, is not a key), 2 usage. */
+static int key_cmd(int argc, char **argv, const char *out_path, int json)
+{
+	char b64[FC_HS_B64_LEN], err[512];
+	struct fc_hs_key k;
+	int rc;
+
+	if (argc == 2 && !strcmp(argv[1], "generate")) {
+		const char *path = out_path ? out_path : KEY_FILE_DEFAULT;
+
+		rc = fc_hs_key_generate(&k);
+		if (!rc)
+			rc = fc_hs_key_save(path, &k);
+		if (rc) {
+			fprintf(stderr, "falconctl: %s: %s\n", path,
+				rc == -EEXIST ? "exists; a key file is never overwritten" :
+				strerror(-rc));
+			sodium_memzero(&k, sizeof(k));
+			return 1;
+		}
+	} else if (argc == 3 && !strcmp(argv[1], "show") && !out_path) {
+		rc = fc_hs_key_load(argv[2], &k, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "falconctl: %s\n", err);
+			return 1;
+		}
+	} else {
+		fprintf(stderr, "usage: falconctl [-j] key generate [-o FILE] | key show FILE\n");
+		return 2;
+	}
+	fc_hs_pub_to_base64(k.pub, b64);
+	sodium_memzero(&k, sizeof(k));
+	if (json)
+		printf("{\"public_key\":\"%s\"}\n", b64);
+	else
+		printf("%s\n", b64);
+	return 0;
+}
+
 /* ---- talking to the daemon ---- */
 
 static void usage(FILE *f)
@@ -227,6 +279,9 @@ static void usage(FILE *f)
 		"  conn show ID           one connection\n"
 		"  qp list | mr list | client list\n"
 		"  stats                  counters: drops and errors per reason, per layer\n"
+		"  key generate [-o FILE] a new identity key in FILE (mode 0600; default\n"
+		"                         " KEY_FILE_DEFAULT "); prints its public key\n"
+		"  key show FILE          the public key of a key file (base64)\n"
 		"  -j, --json             print the daemon's JSON as it is\n"
 		"  -s, --socket PATH      admin socket (default $FALCON_ADMIN_SOCKET or\n"
 		"                         /run/falcon/falconctl.sock)\n"
@@ -238,27 +293,31 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' }, { "socket", required_argument, NULL, 's' },
 		{ "runtime-dir", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+		{ "output", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	char path[sizeof(un.sun_path)], cmd[256] = "";
-	const char *sock = getenv("FALCON_ADMIN_SOCKET");
+	const char *sock = getenv("FALCON_ADMIN_SOCKET"), *out_path = NULL;
 	int json = 0, o, fd;
 	size_t len = 0;
 	char *ans, *p;
 	struct jv *v;
 
 	snprintf(path, sizeof(path), "%s", sock && *sock ? sock : "/run/falcon/falconctl.sock");
-	while ((o = getopt_long(argc, argv, "js:r:h", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "js:r:o:h", lo, NULL)) != -1) {
 		switch (o) {
 		case 'j': json = 1; break;
 		case 's': snprintf(path, sizeof(path), "%s", optarg); break;
 		case 'r': snprintf(path, sizeof(path), "%s/falconctl.sock", optarg); break;
+		case 'o': out_path = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind >= argc) {
+	if (optind < argc && !strcmp(argv[optind], "key"))
+		return key_cmd(argc - optind, argv + optind, out_path, json);
+	if (optind >= argc || out_path) {
 		usage(stderr);
 		return 2;
 	}
