@@ -306,3 +306,8 @@ build-fuzz/fuzz_encap_psp: tests/fuzz/fuzz_encap_psp.c daemon/encap_psp.c $(ENGI
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< daemon/encap_psp.c $(ENGINE_SRCS) -o $@ -lsodium
+
+# the handshake fuzz target links the handshake module and libsodium (tests/fuzz/fuzz_hs.c)
+build-fuzz/fuzz_hs: tests/fuzz/fuzz_hs.c daemon/hs.c daemon/hs.h
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< daemon/hs.c -o $@ -lsodium
