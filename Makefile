@@ -114,9 +114,9 @@ $(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(UNIT_EXTRA) \
 		$(ALL_LDFLAGS) $(TEST_LIBS)
 
-# unit tests of daemon modules outside the node library: their objects and libraries
+# unit tests of daemon modules outside the node library link their objects
 $(BUILD)/tests/unit/test_hs: $(BUILD)/daemon/hs.o
-$(BUILD)/tests/unit/test_hs: UNIT_EXTRA := $(BUILD)/daemon/hs.o -lsodium
+$(BUILD)/tests/unit/test_hs: UNIT_EXTRA := $(BUILD)/daemon/hs.o
 
 $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
 	@mkdir -p $(@D)
