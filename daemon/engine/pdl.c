@@ -780,11 +780,15 @@ int fc_pdl_poll_tx(struct fc_pdl *p, uint64_t now, void *buf, size_t cap)
 			p->cnt.acks_by_timer++;
 		return build_ack(p, buf, cap);
 	}
-	n = send_from(p, 1, now, buf, cap);
-	if (n == -EAGAIN)
-		return 0; /* ordered: a gated retransmission blocks new packets too */
-	if (n)
-		return n;
+	if (p->tx[0].retx_pending || p->tx[1].retx_pending) {
+		n = send_from(p, 1, now, buf, cap);
+		if (n == -EAGAIN)
+			return 0; /* ordered: a gated retransmission blocks new packets too */
+		if (n)
+			return n;
+	}
+	if (p->tx[0].next_new == p->tx[0].npsn && p->tx[1].next_new == p->tx[1].npsn)
+		return 0; /* nothing new either: the common end of a poll */
 	n = send_from(p, 0, now, buf, cap);
 	return n == -EAGAIN ? 0 : n;
 }
