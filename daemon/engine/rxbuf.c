@@ -119,13 +119,25 @@ static void refresh(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg, unsigne
 		(uint64_t)cfg->threshold[p][l] << FC_RXBUF_ALPHA_SHIFT : UINT64_MAX;
 }
 
-unsigned fc_rxbuf_note(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
-		       enum fc_rxbuf_pool pool, uint32_t occupancy)
+unsigned fc_rxbuf_note_pools(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+			     unsigned changed, const uint32_t occupancy[FC_RXBUF_POOLS])
 {
-	ema_step(rb, cfg, (unsigned)pool & 1, occupancy);
+	for (unsigned p = 0; p < FC_RXBUF_POOLS; p++)
+		if (changed & (1u << p))
+			ema_step(rb, cfg, p, occupancy[p]);
 	refresh(rb, cfg, FC_RXBUF_POOL_PKT); /* both: the first note fills the other's cache */
 	refresh(rb, cfg, FC_RXBUF_POOL_BUF);
 	return rb->plevel[0] > rb->plevel[1] ? rb->plevel[0] : rb->plevel[1];
+}
+
+unsigned fc_rxbuf_note(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+		       enum fc_rxbuf_pool pool, uint32_t occupancy)
+{
+	uint32_t occ[FC_RXBUF_POOLS] = {0};
+	unsigned p = (unsigned)pool & 1;
+
+	occ[p] = occupancy;
+	return fc_rxbuf_note_pools(rb, cfg, 1u << p, occ);
 }
 
 unsigned fc_rxbuf_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg)

@@ -86,13 +86,19 @@ static void rxbuf_note(struct fc_txn *t, const uint32_t *n)
 {
 	struct fc_txn_engine *e = t->e;
 
-	/* the level is searched again only when an EMA leaves its level's band */
-	if (n[FC_TXN_NET_PKT_RX])
-		e->rxbuf_level = (uint8_t)fc_rxbuf_note(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_PKT,
-							e->used[FC_TXN_NET_PKT_RX]);
-	if (n[FC_TXN_NET_BUF_RX])
-		e->rxbuf_level = (uint8_t)fc_rxbuf_note(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_BUF,
-							e->used[FC_TXN_NET_BUF_RX]);
+	unsigned changed = (n[FC_TXN_NET_PKT_RX] ? 1u << FC_RXBUF_POOL_PKT : 0) |
+			   (n[FC_TXN_NET_BUF_RX] ? 1u << FC_RXBUF_POOL_BUF : 0);
+
+	/* both pools in one step (a request takes from both); the level is searched again
+	 * only when an EMA leaves its level's band */
+	if (changed) {
+		const uint32_t occ[FC_RXBUF_POOLS] = {
+			[FC_RXBUF_POOL_PKT] = e->used[FC_TXN_NET_PKT_RX],
+			[FC_RXBUF_POOL_BUF] = e->used[FC_TXN_NET_BUF_RX],
+		};
+
+		e->rxbuf_level = (uint8_t)fc_rxbuf_note_pools(&e->rxbuf, &e->rxbuf_cfg, changed, occ);
+	}
 	if (t->pdl) /* not while a connection is being torn down */
 		fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
 }
