@@ -223,6 +223,9 @@ static void heap_del(struct fc_txn_engine *e, struct fc_txn *t)
 
 static void heap_set(struct fc_txn_engine *e, struct fc_txn *t, uint64_t dl)
 {
+	/* most touches leave the deadline where it was: the heap is in order already */
+	if (dl == t->dl_ns && (t->hpos != NONE) == (dl != UINT64_MAX))
+		return;
 	t->dl_ns = dl;
 	if (dl == UINT64_MAX) {
 		heap_del(e, t);
