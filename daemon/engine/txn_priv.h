@@ -185,6 +185,8 @@ uint32_t txn_txp_get(struct fc_txn_engine *e);
 uint32_t txn_cells_get(struct fc_txn_engine *e, uint32_t n);
 void txn_net_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len, uint32_t *need);
 void txn_q_append(struct fc_txn *t, int qi, uint32_t idx);
+enum { TXN_ROOM_HOL = 1, TXN_ROOM_ALL = 2 };
+int txn_res_room(const struct fc_txn *t, const uint32_t *need);
 int txn_res_fits(const struct fc_txn *t, const uint32_t *need, int hol);
 void txn_res_add(struct fc_txn *t, const uint32_t *need);
 void txn_cells_gather(const struct fc_txn_engine *e, uint32_t c, uint8_t *dst, uint32_t len);

@@ -54,30 +54,37 @@ void txn_res_conn_init(struct fc_txn *t)
 		t->climit[i] = t->cfg.mn && i < FC_TXN_ULP_CREDITS ? 0 : t->cfg.limit[i];
 }
 
-/* May t take need? A head-of-line network request (hol) may use the red zone and is not
- * held to the function's and connection's network limits: CR#3 and the UR rule say it
- * must always get in when the host has room. */
-int txn_res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
+/* May t take need? TXN_ROOM_ALL: as any request. TXN_ROOM_HOL: only as a head-of-line
+ * network request, which may use the red zone and is not held to the function's and
+ * connection's network limits (CR#3 and the UR rule: it must always get in when the host
+ * has room). 0: not at all. One pass answers both questions (8.2.4). */
+int txn_res_room(const struct fc_txn *t, const uint32_t *need)
 {
 	const struct fc_txn_engine *e = t->e;
 	const uint32_t *fl = e->cfg.fn_limit[t->cfg.fn], *fu = e->fn_used[t->cfg.fn];
+	int room = TXN_ROOM_ALL;
 
 #pragma GCC unroll 8 /* constant indexes: is_net and the zero tests fold away */
 	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
-		uint64_t n = need[i];
+		uint64_t n = need[i], used = e->used[e->gi[i]];
 
 		if (!n) /* most counters are 0 in a request: look at nothing else */
 			continue;
-		if (hol && is_net(i)) { /* the host's room, red zone included, and nothing else */
-			if (e->used[e->gi[i]] + n > e->lim_all[i])
-				return 0;
+		if (used + n <= e->lim_red[i] && !(fl[i] && fu[i] + n > fl[i]) &&
+		    !(t->climit[i] && t->used[i] + n > t->climit[i]))
 			continue;
-		}
-		if (e->used[e->gi[i]] + n > e->lim_red[i] || (fl[i] && fu[i] + n > fl[i]) ||
-		    (t->climit[i] && t->used[i] + n > t->climit[i]))
+		if (!is_net(i) || used + n > e->lim_all[i])
 			return 0;
+		room = TXN_ROOM_HOL; /* the host's room, red zone included, and nothing else */
 	}
-	return 1;
+	return room;
+}
+
+int txn_res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
+{
+	int room = txn_res_room(t, need);
+
+	return room == TXN_ROOM_ALL || (hol && room == TXN_ROOM_HOL);
 }
 
 /* The network-request pools changed: feed their EMA (spec 10.2); the quantized level

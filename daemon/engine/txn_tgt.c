@@ -168,7 +168,7 @@ int txn_tgt_request(struct fc_txn *t, const struct fc_pdl_rx_pkt *p, struct fc_p
 	uint8_t kind = p->type == FC_PKT_PUSH_DATA ? FC_TXN_PUSH : FC_TXN_PULL;
 	uint32_t need[FC_TXN_RES_COUNT], r = p->rsn;
 	struct tslot *s;
-	int hol;
+	int hol, room;
 
 	tbl_fit_t(t, r);
 	s = tslot(t, r);
@@ -189,9 +189,10 @@ int txn_tgt_request(struct fc_txn *t, const struct fc_pdl_rx_pkt *p, struct fc_p
 		       refuse_rsrc(kind, nack, &t->cnt.refused_slot);
 	hol = t->ordered && r == t->t_nrsn;
 	txn_net_need(t->e, kind, p->len, need);
-	if (!txn_res_fits(t, need, hol))
+	room = txn_res_room(t, need);
+	if (room != TXN_ROOM_ALL && !(hol && room == TXN_ROOM_HOL))
 		return refuse_rsrc(kind, nack, &t->cnt.refused_rsrc);
-	if (hol && !txn_res_fits(t, need, 0))
+	if (room == TXN_ROOM_HOL)
 		t->cnt.hol_red++; /* only the red zone let it in (8.2.4) */
 	txn_res_add(t, need);
 	*s = (struct tslot){
