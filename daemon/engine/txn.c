@@ -527,7 +527,12 @@ static int pdl_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
 
 static int conn_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
 {
-	int n = pdl_poll(t, now, buf, cap);
+	int n;
+
+	/* the network-request level (10.2) every ACK or NACK of this poll carries: the
+	 * engine's as it is now, whichever connection last moved it */
+	fc_pdl_set_rxbuf_level(t->pdl, t->e->rxbuf_level);
+	n = pdl_poll(t, now, buf, cap);
 
 	for (int j = 0; n == 0 && j < 2 && feed(t); j++)
 		n = pdl_poll(t, now, buf, cap);
@@ -612,7 +617,6 @@ int fc_txn_engine_rx_meta(struct fc_txn_engine *e, const void *pkt, size_t len,
 	if (user)
 		*user = t->ctx;
 	txn_set_now(t, now);
-	fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
 	t->in_pdl++;
 	rc = fc_pdl_rx_meta(t->pdl, pkt, len, m);
 	t->in_pdl--;

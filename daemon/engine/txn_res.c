@@ -88,11 +88,9 @@ int txn_res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
 }
 
 /* The network-request pools changed: feed their EMA (spec 10.2); the quantized level
- * goes out in the connection's next ACK or NACK. */
-static void rxbuf_note(struct fc_txn *t, const uint32_t *n)
+ * goes out in the ACKs and NACKs of the next poll (conn_poll hands it to the PDL). */
+static void rxbuf_note(struct fc_txn_engine *e, const uint32_t *n)
 {
-	struct fc_txn_engine *e = t->e;
-
 	unsigned changed = (n[FC_TXN_NET_PKT_RX] ? 1u << FC_RXBUF_POOL_PKT : 0) |
 			   (n[FC_TXN_NET_BUF_RX] ? 1u << FC_RXBUF_POOL_BUF : 0);
 
@@ -106,8 +104,6 @@ static void rxbuf_note(struct fc_txn *t, const uint32_t *n)
 
 		e->rxbuf_level = (uint8_t)fc_rxbuf_note_pools(&e->rxbuf, &e->rxbuf_cfg, changed, occ);
 	}
-	if (t->pdl) /* not while a connection is being torn down */
-		fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
 }
 
 void txn_res_add(struct fc_txn *t, const uint32_t *need)
@@ -122,7 +118,7 @@ void txn_res_add(struct fc_txn *t, const uint32_t *need)
 		e->fn_used[t->cfg.fn][i] += need[i];
 		e->used[e->gi[i]] += need[i];
 	}
-	rxbuf_note(t, need);
+	rxbuf_note(e, need);
 }
 
 void txn_res_sub(struct fc_txn *t, const uint32_t *n)
@@ -137,7 +133,7 @@ void txn_res_sub(struct fc_txn *t, const uint32_t *n)
 		e->fn_used[t->cfg.fn][i] -= n[i];
 		e->used[e->gi[i]] -= n[i];
 	}
-	rxbuf_note(t, n);
+	rxbuf_note(e, n);
 	e->released = 1;
 }
 
