@@ -280,12 +280,16 @@ void txn_want_credits(struct fc_txn *t)
 	e->cw_tail = t->slot;
 }
 
-/* Tell connections that saw -EAGAIN that resources came back (8.2.3), in the order they
- * ran out. Waiters that run out again during a callback queue up for the next round. */
-void txn_engine_flush(struct fc_txn_engine *e)
+/* txn_engine_flush's work: the waiters in the order they ran out. Waiters that run out
+ * again during a callback queue up for the next round. */
+void txn_engine_flush_waiters(struct fc_txn_engine *e)
 {
 	if (e->flushing)
 		return;
+	if (e->cw_head == NONE) { /* nobody waits: what the rounds below would leave */
+		e->released = 0;
+		return;
+	}
 	e->flushing = 1;
 	for (int round = 0; round < 2 && e->released; round++) {
 		uint32_t i = e->cw_head;
