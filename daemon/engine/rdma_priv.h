@@ -75,6 +75,7 @@ struct swqe {
 	uint32_t nseg, issued, outstanding, rmsn, byte_len, vendor;
 	int32_t err_seg;           /* highest failed segment, -1 none */
 	uint8_t state, status;     /* SW_*, enum fc_wc_status */
+	uint64_t mr_gen;           /* fc_mr_table_gen when its list passed the post check */
 };
 
 /* One transaction in flight (cookie = QP slot | generation | index). */

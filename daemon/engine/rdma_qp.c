@@ -547,6 +547,7 @@ int fc_rdma_post_send(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_send
 		return 0;
 	}
 	err = check_local_list(d, q, &w->wr);
+	w->mr_gen = err ? 0 : fc_mr_table_gen(d->mrs);
 	if (err) {
 		struct fc_rdma_err_effect ef;
 

@@ -160,7 +160,8 @@ static int consumes_wqe(uint8_t op)
 }
 
 /* Build segment k of w in d->pkt; *len gets its payload (push) or pull length. A push's
- * data is not copied here: its local keys are checked, only the headers are built, and
+ * data is not copied here: its local keys are checked (unless no key has changed since
+ * the whole list passed the post check), only the headers are built, and
  * *glen gets the bytes txn will ask for through rdma_on_gather when the packet is encoded
  * (data + pad, one copy from the registered memory into the frame). On a local key
  * failure of the last packet of a consuming message the packet goes out empty with RBTH
@@ -192,7 +193,7 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 	if (fc_rdma_opcode_falcon_type(h->opcode) != FC_PKT_PUSH_DATA)
 		return fc_rdma_encode(h, NULL, 0, d->pkt, d->pkt_cap);
 	hl = (uint32_t)fc_rdma_hdr_len(h->opcode);
-	if (*len)
+	if (*len && w->mr_gen != fc_mr_table_gen(d->mrs))
 		err = rdma_gather(d, q, w, s->sge, s->sge_offset, *len, NULL);
 	if (err) {
 		struct fc_rdma_err_effect ef;
