@@ -392,11 +392,6 @@ int fc_rdma_qp_rq_outstanding(const struct fc_rdma *d, uint32_t qpn)
 /* ------------------------------------------------------------------------ */
 /* posting                                                                   */
 
-int rdma_is_atomic_op(uint8_t op)
-{
-	return op >= FC_RDMA_WR_CMP_SWAP && op < FC_RDMA_WR_OPCODE_COUNT;
-}
-
 
 uint8_t rdma_qp_class(const struct qp *q)
 {
