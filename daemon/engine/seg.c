@@ -53,15 +53,13 @@ static int check_req(const struct fc_seg_req *req, uint64_t total)
 	return 0;
 }
 
-int64_t fc_seg_count(const struct fc_seg_req *req)
+/* fc_seg_count of req whose list is sound and adds up to total. */
+static int64_t count_of(const struct fc_seg_req *req, uint64_t total)
 {
-	uint64_t total, n = 0;
+	uint64_t n = 0;
 	uint32_t i;
 	int err;
 
-	if (req->num_sge > FC_SEG_SGE_MAX || (!req->sgl && req->num_sge))
-		return -EINVAL;
-	total = sgl_total(req);
 	err = check_req(req, total);
 	if (err)
 		return err;
@@ -70,6 +68,13 @@ int64_t fc_seg_count(const struct fc_seg_req *req)
 	for (i = 0; i < req->num_sge; i++)
 		n += div_up(req->sgl[i].len, req->mtu_bytes);
 	return n ? (int64_t)n : 1;
+}
+
+int64_t fc_seg_count(const struct fc_seg_req *req)
+{
+	if (req->num_sge > FC_SEG_SGE_MAX || (!req->sgl && req->num_sge))
+		return -EINVAL;
+	return count_of(req, sgl_total(req));
 }
 
 /* The header fields every transaction of req shares. */
@@ -220,9 +225,14 @@ static uint32_t plan_read(const struct fc_seg_req *req, struct fc_seg *out)
 int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 		uint32_t *rmsn_next)
 {
-	int64_t n = fc_seg_count(req);
 	uint32_t rmsn = req->rmsn;
+	uint64_t total;
+	int64_t n;
 
+	if (req->num_sge > FC_SEG_SGE_MAX || (!req->sgl && req->num_sge))
+		return -EINVAL;
+	total = sgl_total(req); /* once: the count and the pushes both need it */
+	n = count_of(req, total);
 	if (n < 0)
 		return (int)n;
 	if ((uint64_t)n > cap || n > INT_MAX)
@@ -230,7 +240,7 @@ int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 	if (req->op == FC_SEG_READ) {
 		rmsn += plan_read(req, out);
 	} else {
-		plan_push(req, sgl_total(req), (uint64_t)n, out);
+		plan_push(req, total, (uint64_t)n, out);
 		if (req->cls != FC_RDMA_CLASS_UD &&
 		    (is_send(req->op) || req->op == FC_SEG_WRITE_IMM))
 			rmsn++;
