@@ -905,13 +905,13 @@ void fc_txn_conn_free(struct fc_txn *t)
 			txn_txp_release(t, i);
 	for (uint32_t i = 0; i <= t->imask; i++) {
 		struct islot *s = &t->is[i];
-		uint32_t n[FC_TXN_RES_COUNT] = {0};
+		struct txn_need n = {0};
 
 		if (!s->used)
 			continue;
-		n[FC_TXN_REQ_PKT_RX] = 1;
-		n[FC_TXN_REQ_BUF_RX] = s->rx_cells;
-		txn_res_sub(t, n);
+		txn_need_set(&n, FC_TXN_REQ_PKT_RX, 1);
+		txn_need_set(&n, FC_TXN_REQ_BUF_RX, s->rx_cells);
+		txn_res_sub(t, &n);
 		txn_cells_put(e, s->cells);
 	}
 	for (uint32_t i = 0; i <= t->tmask; i++)
