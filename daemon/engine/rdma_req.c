@@ -589,7 +589,8 @@ void rdma_on_gather(void *ctx, struct fc_txn *t, uint64_t cookie, uint32_t off, 
 		memset(dst, 0, data);
 		d->cnt.gather_lost++;
 	}
-	memset((uint8_t *)dst + data, 0, len - data); /* the pad */
+	if (len > data)
+		memset((uint8_t *)dst + data, 0, len - data); /* the pad */
 }
 
 void rdma_on_complete(void *ctx, struct fc_txn *t, const struct fc_txn_cmpl *c)
