@@ -262,6 +262,19 @@ void txn_touch(struct fc_txn *t)
 	heap_set(e, t, d);
 }
 
+/* txn_touch after a change whose only effect on t's deadlines is one more, dl_ns (a new
+ * transaction's): min(cached, dl_ns), without asking the PDL and both tables again.
+ * Never later than what txn_touch would set: t's cache is exact whenever none of t's
+ * entry points is running (each ends in txn_touch), and when one is, its own full touch
+ * follows. Earlier is harmless: on_timer finds nothing due and touches in full. */
+void txn_touch_deadline(struct fc_txn *t, uint64_t dl_ns)
+{
+	struct fc_txn_engine *e = t->e;
+
+	ready_add(e, t);
+	heap_set(e, t, dl_ns < t->dl_ns ? dl_ns : t->dl_ns);
+}
+
 /* ---- credit waiters ---- */
 
 void txn_want_credits(struct fc_txn *t)

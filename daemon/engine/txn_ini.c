@@ -221,7 +221,7 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 		t->cnt.pull_ulp++;
 	if (rsn_out)
 		*rsn_out = rsn;
-	txn_touch(t);
+	txn_touch_deadline(t, s->deadline_ns); /* queued output and one more deadline */
 	return 0;
 }
 

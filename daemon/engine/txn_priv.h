@@ -243,6 +243,7 @@ void txn_pdl_answer(struct fc_txn *t, uint32_t psn, int ack, uint8_t code, uint8
 void txn_set_now(struct fc_txn *t, uint64_t now);
 void txn_conn_finish(struct fc_txn *t);
 void txn_touch(struct fc_txn *t);
+void txn_touch_deadline(struct fc_txn *t, uint64_t dl_ns);
 void txn_engine_flush_waiters(struct fc_txn_engine *e);
 
 /* Tell connections that saw -EAGAIN that resources came back (8.2.3); nothing to do,
