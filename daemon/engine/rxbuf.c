@@ -44,13 +44,11 @@ void fc_rxbuf_init(struct fc_rxbuf *rb)
 		rb->band_lo[p] = UINT64_MAX; /* empty band: the first note searches */
 }
 
-/* ceil(d * a / 65536) for d < 2^48, a <= 2^16, without 128-bit math. */
+/* ceil(d * a / 65536) for d < 2^48 (an occupancy difference in Q16), a <= 2^16: d * a
+ * is at most 2^64 - 2^16, so adding 65535 does not wrap either, and one multiply does. */
 static uint64_t scaled_step(uint64_t d, uint32_t a)
 {
-	uint64_t hi = (d >> FC_RXBUF_ALPHA_SHIFT) * a;
-	uint64_t lo = (d & (FC_RXBUF_ALPHA_ONE - 1)) * a;
-
-	return hi + (lo >> FC_RXBUF_ALPHA_SHIFT) + ((lo & (FC_RXBUF_ALPHA_ONE - 1)) != 0);
+	return (d * a + (FC_RXBUF_ALPHA_ONE - 1)) >> FC_RXBUF_ALPHA_SHIFT;
 }
 
 /* spec 10.2: ema = (1 - alpha) * ema + alpha * occupancy, i.e. ema += alpha * (occ - ema),
