@@ -15,7 +15,8 @@
 enum { ISSUED = 0, BLOCKED = 1 };
 
 /* The plan of w (seg.h), from the one-entry cache. Returns the segment count or the
- * negative error of fc_seg_plan; *next gets the RMSN after the op. */
+ * negative error of fc_seg_plan_checked (rdma_check_wr checked the WR when it was
+ * posted, and the SQ holds our own copy of it); *next gets the RMSN after the op. */
 static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32_t *next)
 {
 	struct fc_seg_req r;
@@ -25,7 +26,7 @@ static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32
 	if (d->plan_qp == slot && d->plan_seq == w->seq)
 		return (int)d->plan_n;
 	rdma_seg_req_of(d, q, &w->wr, w->rmsn, &r);
-	n = fc_seg_plan(&r, d->plan, d->plan_cap, &nx);
+	n = fc_seg_plan_checked(&r, d->plan, d->plan_cap, &nx);
 	if (n < 0)
 		return n;
 	d->plan_qp = slot;

@@ -53,21 +53,25 @@ static int check_req(const struct fc_seg_req *req, uint64_t total)
 	return 0;
 }
 
-/* fc_seg_count of req whose list is sound and adds up to total. */
-static int64_t count_of(const struct fc_seg_req *req, uint64_t total)
+/* The number of transactions of req, which passed check_req with total. */
+static uint64_t count_checked(const struct fc_seg_req *req, uint64_t total)
 {
 	uint64_t n = 0;
 	uint32_t i;
-	int err;
 
-	err = check_req(req, total);
-	if (err)
-		return err;
 	if (req->op != FC_SEG_READ)
-		return total ? (int64_t)div_up(total, req->mtu_bytes) : 1;
-	for (i = 0; i < req->num_sge; i++)
+		return total ? div_up(total, req->mtu_bytes) : 1;
+	for (i = 0; i < req->num_sge; i++) /* bounded: num_sge <= FC_SEG_SGE_MAX */
 		n += div_up(req->sgl[i].len, req->mtu_bytes);
-	return n ? (int64_t)n : 1;
+	return n ? n : 1;
+}
+
+/* fc_seg_count of req whose list is sound and adds up to total. */
+static int64_t count_of(const struct fc_seg_req *req, uint64_t total)
+{
+	int err = check_req(req, total);
+
+	return err ? err : (int64_t)count_checked(req, total);
 }
 
 int64_t fc_seg_count(const struct fc_seg_req *req)
@@ -222,10 +226,30 @@ static uint32_t plan_read(const struct fc_seg_req *req, struct fc_seg *out)
 	return n;
 }
 
+/* The plan of req, which passed check_req with total and has n transactions. */
+static int plan_counted(const struct fc_seg_req *req, uint64_t total, uint64_t n,
+			struct fc_seg *out, size_t cap, uint32_t *rmsn_next)
+{
+	uint32_t rmsn = req->rmsn;
+
+	if (n > cap || n > INT_MAX)
+		return -E2BIG;
+	if (req->op == FC_SEG_READ) {
+		rmsn += plan_read(req, out);
+	} else {
+		plan_push(req, total, n, out);
+		if (req->cls != FC_RDMA_CLASS_UD &&
+		    (is_send(req->op) || req->op == FC_SEG_WRITE_IMM))
+			rmsn++;
+	}
+	if (rmsn_next)
+		*rmsn_next = rmsn;
+	return (int)n;
+}
+
 int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 		uint32_t *rmsn_next)
 {
-	uint32_t rmsn = req->rmsn;
 	uint64_t total;
 	int64_t n;
 
@@ -235,17 +259,13 @@ int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 	n = count_of(req, total);
 	if (n < 0)
 		return (int)n;
-	if ((uint64_t)n > cap || n > INT_MAX)
-		return -E2BIG;
-	if (req->op == FC_SEG_READ) {
-		rmsn += plan_read(req, out);
-	} else {
-		plan_push(req, total, (uint64_t)n, out);
-		if (req->cls != FC_RDMA_CLASS_UD &&
-		    (is_send(req->op) || req->op == FC_SEG_WRITE_IMM))
-			rmsn++;
-	}
-	if (rmsn_next)
-		*rmsn_next = rmsn;
-	return (int)n;
+	return plan_counted(req, total, (uint64_t)n, out, cap, rmsn_next);
+}
+
+int fc_seg_plan_checked(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
+			uint32_t *rmsn_next)
+{
+	uint64_t total = sgl_total(req);
+
+	return plan_counted(req, total, count_checked(req, total), out, cap, rmsn_next);
 }
