@@ -60,6 +60,7 @@ struct fc_mr_table {
 	struct pd_slot *pd;
 	struct free_ring mr_free;
 	struct free_ring pd_free;
+	uint64_t gen; /* fc_mr_table_gen: +1 whenever a key that passed a check may fail */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -228,6 +229,7 @@ struct fc_mr_table *fc_mr_table_new(uint32_t mr_cap, uint32_t pd_cap, fc_mr_rand
 	t->idx_bits = index_bits(mr_cap);
 	t->rand = rand;
 	t->rand_ctx = rand_ctx;
+	t->gen = 1;
 	t->mr = calloc(mr_cap, sizeof(*t->mr));
 	t->pd = calloc(pd_cap, sizeof(*t->pd));
 	if (!t->mr || !t->pd || ring_init(&t->mr_free, mr_cap) ||
@@ -295,7 +297,13 @@ int fc_pd_free(struct fc_mr_table *t, uint32_t pd)
 		return -EBUSY;
 	s->used = false;
 	ring_put(&t->pd_free, pd & PD_IDX_MASK);
+	t->gen++;
 	return 0;
+}
+
+uint64_t fc_mr_table_gen(const struct fc_mr_table *t)
+{
+	return t->gen;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -387,6 +395,7 @@ int fc_mr_dereg(struct fc_mr_table *t, uint32_t pd, uint32_t lkey)
 	if (!c || c->lkey != lkey || c->pd != pd)
 		return -EINVAL;
 	s = &t->mr[c - t->mr];
+	t->gen++;
 	s->state = MR_FREE;
 	s->addr = NULL;
 	s->ops = NULL;
@@ -488,5 +497,6 @@ int fc_mr_invalidate(struct fc_mr_table *t, uint32_t pd, uint32_t rkey)
 	if (!(s->access & FC_MR_REMOTE_INVALIDATE))
 		return -FC_RDMA_EACCESS;
 	t->mr[s - t->mr].state = MR_INVALID;
+	t->gen++;
 	return 0;
 }

@@ -302,4 +302,9 @@ int fc_mr_query(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
 /* Regions registered (valid or invalidated). */
 uint32_t fc_mr_count(const struct fc_mr_table *t);
 
+/* A number, never 0, that changes whenever a check that passed might fail if made again
+ * (a region deregistered or invalidated, a PD freed); registrations leave it. A caller
+ * that checked keys at generation g need not check them again while it is still g. */
+uint64_t fc_mr_table_gen(const struct fc_mr_table *t);
+
 #endif

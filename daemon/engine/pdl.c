@@ -784,11 +784,15 @@ int fc_pdl_poll_tx(struct fc_pdl *p, uint64_t now, void *buf, size_t cap)
 			p->cnt.acks_by_timer++;
 		return build_ack(p, buf, cap);
 	}
-	n = send_from(p, 1, now, buf, cap);
-	if (n == -EAGAIN)
-		return 0; /* ordered: a gated retransmission blocks new packets too */
-	if (n)
-		return n;
+	if (p->tx[0].retx_pending || p->tx[1].retx_pending) {
+		n = send_from(p, 1, now, buf, cap);
+		if (n == -EAGAIN)
+			return 0; /* ordered: a gated retransmission blocks new packets too */
+		if (n)
+			return n;
+	}
+	if (p->tx[0].next_new == p->tx[0].npsn && p->tx[1].next_new == p->tx[1].npsn)
+		return 0; /* nothing new either: the common end of a poll */
 	n = send_from(p, 0, now, buf, cap);
 	return n == -EAGAIN ? 0 : n;
 }
@@ -1401,14 +1405,15 @@ uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 		t = p->ack_deadline_ns;
 	if (p->ntheap && p->tx[p->theap[0] >> 15].pkt[p->theap[0] & 0x7FFF].deadline_ns < t)
 		t = p->tx[p->theap[0] >> 15].pkt[p->theap[0] & 0x7FFF].deadline_ns;
+	if (p->fcwnd_fp >= FC_CWND_ONE || p->next_tx_ns >= t)
+		return t; /* not pacing, or pacing would not be first */
 	for (int i = 0; i < 2; i++) {
 		const struct fc_txwin *w = &p->tx[i];
 
 		/* pacing (fcwnd < 1): only when the window would let something go */
-		if (p->fcwnd_fp < FC_CWND_ONE && p->next_tx_ns < t &&
-		    (w->retx_pending ||
-		     (w->next_new != w->npsn && w->next_new - w->bpsn < fcwnd_pkts(p))))
-			t = p->next_tx_ns;
+		if (w->retx_pending ||
+		    (w->next_new != w->npsn && w->next_new - w->bpsn < fcwnd_pkts(p)))
+			return p->next_tx_ns;
 	}
 	return t;
 }

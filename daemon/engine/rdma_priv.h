@@ -75,6 +75,7 @@ struct swqe {
 	uint32_t nseg, issued, outstanding, rmsn, byte_len, vendor;
 	int32_t err_seg;           /* highest failed segment, -1 none */
 	uint8_t state, status;     /* SW_*, enum fc_wc_status */
+	uint64_t mr_gen;           /* fc_mr_table_gen when its list passed the post check */
 };
 
 /* One transaction in flight (cookie = QP slot | generation | index). */
@@ -333,7 +334,11 @@ void rdma_rwqe_wc(const struct rwqe *w, uint32_t qpn, uint8_t st, struct fc_rdma
 void rdma_swqe_settle(struct swqe *w);
 void rdma_swqe_emit(struct fc_rdma *d, struct qp *q, struct swqe *w);
 void rdma_qp_to_err(struct qp *q, struct fc_rdma *d);
-int rdma_is_atomic_op(uint8_t op);
+/* One compare, asked several times per WR on the send path: inline. */
+static inline int rdma_is_atomic_op(uint8_t op)
+{
+	return op >= FC_RDMA_WR_CMP_SWAP && op < FC_RDMA_WR_OPCODE_COUNT;
+}
 uint8_t rdma_qp_class(const struct qp *q);
 void rdma_seg_req_of(const struct fc_rdma *d, const struct qp *q,
 		     const struct fc_rdma_send_wr *wr, uint32_t rmsn, struct fc_seg_req *r);

@@ -392,11 +392,6 @@ int fc_rdma_qp_rq_outstanding(const struct fc_rdma *d, uint32_t qpn)
 /* ------------------------------------------------------------------------ */
 /* posting                                                                   */
 
-int rdma_is_atomic_op(uint8_t op)
-{
-	return op >= FC_RDMA_WR_CMP_SWAP && op < FC_RDMA_WR_OPCODE_COUNT;
-}
-
 
 uint8_t rdma_qp_class(const struct qp *q)
 {
@@ -547,6 +542,7 @@ int fc_rdma_post_send(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_send
 		return 0;
 	}
 	err = check_local_list(d, q, &w->wr);
+	w->mr_gen = err ? 0 : fc_mr_table_gen(d->mrs);
 	if (err) {
 		struct fc_rdma_err_effect ef;
 

@@ -15,7 +15,8 @@
 enum { ISSUED = 0, BLOCKED = 1 };
 
 /* The plan of w (seg.h), from the one-entry cache. Returns the segment count or the
- * negative error of fc_seg_plan; *next gets the RMSN after the op. */
+ * negative error of fc_seg_plan_checked (rdma_check_wr checked the WR when it was
+ * posted, and the SQ holds our own copy of it); *next gets the RMSN after the op. */
 static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32_t *next)
 {
 	struct fc_seg_req r;
@@ -25,7 +26,7 @@ static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32
 	if (d->plan_qp == slot && d->plan_seq == w->seq)
 		return (int)d->plan_n;
 	rdma_seg_req_of(d, q, &w->wr, w->rmsn, &r);
-	n = fc_seg_plan(&r, d->plan, d->plan_cap, &nx);
+	n = fc_seg_plan_checked(&r, d->plan, d->plan_cap, &nx);
 	if (n < 0)
 		return n;
 	d->plan_qp = slot;
@@ -160,7 +161,8 @@ static int consumes_wqe(uint8_t op)
 }
 
 /* Build segment k of w in d->pkt; *len gets its payload (push) or pull length. A push's
- * data is not copied here: its local keys are checked, only the headers are built, and
+ * data is not copied here: its local keys are checked (unless no key has changed since
+ * the whole list passed the post check), only the headers are built, and
  * *glen gets the bytes txn will ask for through rdma_on_gather when the packet is encoded
  * (data + pad, one copy from the registered memory into the frame). On a local key
  * failure of the last packet of a consuming message the packet goes out empty with RBTH
@@ -192,7 +194,7 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 	if (fc_rdma_opcode_falcon_type(h->opcode) != FC_PKT_PUSH_DATA)
 		return fc_rdma_encode(h, NULL, 0, d->pkt, d->pkt_cap);
 	hl = (uint32_t)fc_rdma_hdr_len(h->opcode);
-	if (*len)
+	if (*len && w->mr_gen != fc_mr_table_gen(d->mrs))
 		err = rdma_gather(d, q, w, s->sge, s->sge_offset, *len, NULL);
 	if (err) {
 		struct fc_rdma_err_effect ef;
@@ -588,7 +590,8 @@ void rdma_on_gather(void *ctx, struct fc_txn *t, uint64_t cookie, uint32_t off, 
 		memset(dst, 0, data);
 		d->cnt.gather_lost++;
 	}
-	memset((uint8_t *)dst + data, 0, len - data); /* the pad */
+	if (len > data)
+		memset((uint8_t *)dst + data, 0, len - data); /* the pad */
 }
 
 void rdma_on_complete(void *ctx, struct fc_txn *t, const struct fc_txn_cmpl *c)

@@ -12,7 +12,7 @@
 /* ------------------------------------------------------------------------ */
 /* responder: answers                                                        */
 
-struct req_ctx {
+struct req_ctx { /* handle_request sets each field: one added here must be set there */
 	struct fc_rdma *d;
 	struct conn *c;
 	const struct fc_txn_req *r;
@@ -827,8 +827,20 @@ static void dispatch(const struct req_ctx *x)
 static void handle_request(struct conn *c, const struct fc_txn_req *r, int room)
 {
 	struct fc_rdma *d = c->d;
-	struct req_ctx x = { .d = d, .c = c, .r = r, .room = room };
+	struct req_ctx x;
 	int push = r->kind == FC_TXN_PUSH;
+
+	/* every field but h, which fc_rdma_decode clears and fills and which is read only
+	 * once decoded is set: not cleared twice per request */
+	x.d = d;
+	x.c = c;
+	x.r = r;
+	x.decoded = 0;
+	x.op = 0;
+	x.q = NULL;
+	x.srq = NULL;
+	x.pd = x.rpd = 0;
+	x.room = room;
 
 	d->cnt.rx_req++;
 	if (fc_rdma_decode(r->data, r->len, push ? FC_PKT_PUSH_DATA : FC_PKT_PULL_REQ, &x.h) < 0) {

@@ -44,13 +44,11 @@ void fc_rxbuf_init(struct fc_rxbuf *rb)
 		rb->band_lo[p] = UINT64_MAX; /* empty band: the first note searches */
 }
 
-/* ceil(d * a / 65536) for d < 2^48, a <= 2^16, without 128-bit math. */
+/* ceil(d * a / 65536) for d < 2^48 (an occupancy difference in Q16), a <= 2^16: d * a
+ * is at most 2^64 - 2^16, so adding 65535 does not wrap either, and one multiply does. */
 static uint64_t scaled_step(uint64_t d, uint32_t a)
 {
-	uint64_t hi = (d >> FC_RXBUF_ALPHA_SHIFT) * a;
-	uint64_t lo = (d & (FC_RXBUF_ALPHA_ONE - 1)) * a;
-
-	return hi + (lo >> FC_RXBUF_ALPHA_SHIFT) + ((lo & (FC_RXBUF_ALPHA_ONE - 1)) != 0);
+	return (d * a + (FC_RXBUF_ALPHA_ONE - 1)) >> FC_RXBUF_ALPHA_SHIFT;
 }
 
 /* spec 10.2: ema = (1 - alpha) * ema + alpha * occupancy, i.e. ema += alpha * (occ - ema),
@@ -119,13 +117,25 @@ static void refresh(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg, unsigne
 		(uint64_t)cfg->threshold[p][l] << FC_RXBUF_ALPHA_SHIFT : UINT64_MAX;
 }
 
-unsigned fc_rxbuf_note(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
-		       enum fc_rxbuf_pool pool, uint32_t occupancy)
+unsigned fc_rxbuf_note_pools(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+			     unsigned changed, const uint32_t occupancy[FC_RXBUF_POOLS])
 {
-	ema_step(rb, cfg, (unsigned)pool & 1, occupancy);
+	for (unsigned p = 0; p < FC_RXBUF_POOLS; p++)
+		if (changed & (1u << p))
+			ema_step(rb, cfg, p, occupancy[p]);
 	refresh(rb, cfg, FC_RXBUF_POOL_PKT); /* both: the first note fills the other's cache */
 	refresh(rb, cfg, FC_RXBUF_POOL_BUF);
 	return rb->plevel[0] > rb->plevel[1] ? rb->plevel[0] : rb->plevel[1];
+}
+
+unsigned fc_rxbuf_note(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+		       enum fc_rxbuf_pool pool, uint32_t occupancy)
+{
+	uint32_t occ[FC_RXBUF_POOLS] = {0};
+	unsigned p = (unsigned)pool & 1;
+
+	occ[p] = occupancy;
+	return fc_rxbuf_note_pools(rb, cfg, 1u << p, occ);
 }
 
 unsigned fc_rxbuf_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg)

@@ -79,6 +79,11 @@ int fc_rxbuf_update(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
  * pool must be valid; cfg must not change after the first call (fc_rxbuf_init resets). */
 unsigned fc_rxbuf_note(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
 		       enum fc_rxbuf_pool pool, uint32_t occupancy);
+/* The same for the pools whose bit (1 << pool) is set in changed, each stepped toward its
+ * occupancy[pool] in pool order, with one look at the cache: the result equals one
+ * fc_rxbuf_note per changed pool (a request takes from both pools at once, 8.2.4). */
+unsigned fc_rxbuf_note_pools(struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
+			     unsigned changed, const uint32_t occupancy[FC_RXBUF_POOLS]);
 /* Quantized level 0..31 of one pool (0 for a bad pool). */
 unsigned fc_rxbuf_pool_level(const struct fc_rxbuf *rb, const struct fc_rxbuf_cfg *cfg,
 			     enum fc_rxbuf_pool pool);

@@ -53,23 +53,32 @@ static int check_req(const struct fc_seg_req *req, uint64_t total)
 	return 0;
 }
 
+/* The number of transactions of req, which passed check_req with total. */
+static uint64_t count_checked(const struct fc_seg_req *req, uint64_t total)
+{
+	uint64_t n = 0;
+	uint32_t i;
+
+	if (req->op != FC_SEG_READ)
+		return total ? div_up(total, req->mtu_bytes) : 1;
+	for (i = 0; i < req->num_sge; i++) /* bounded: num_sge <= FC_SEG_SGE_MAX */
+		n += div_up(req->sgl[i].len, req->mtu_bytes);
+	return n ? n : 1;
+}
+
+/* fc_seg_count of req whose list is sound and adds up to total. */
+static int64_t count_of(const struct fc_seg_req *req, uint64_t total)
+{
+	int err = check_req(req, total);
+
+	return err ? err : (int64_t)count_checked(req, total);
+}
+
 int64_t fc_seg_count(const struct fc_seg_req *req)
 {
-	uint64_t total, n = 0;
-	uint32_t i;
-	int err;
-
 	if (req->num_sge > FC_SEG_SGE_MAX || (!req->sgl && req->num_sge))
 		return -EINVAL;
-	total = sgl_total(req);
-	err = check_req(req, total);
-	if (err)
-		return err;
-	if (req->op != FC_SEG_READ)
-		return total ? (int64_t)div_up(total, req->mtu_bytes) : 1;
-	for (i = 0; i < req->num_sge; i++)
-		n += div_up(req->sgl[i].len, req->mtu_bytes);
-	return n ? (int64_t)n : 1;
+	return count_of(req, sgl_total(req));
 }
 
 /* The header fields every transaction of req shares. */
@@ -217,20 +226,18 @@ static uint32_t plan_read(const struct fc_seg_req *req, struct fc_seg *out)
 	return n;
 }
 
-int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
-		uint32_t *rmsn_next)
+/* The plan of req, which passed check_req with total and has n transactions. */
+static int plan_counted(const struct fc_seg_req *req, uint64_t total, uint64_t n,
+			struct fc_seg *out, size_t cap, uint32_t *rmsn_next)
 {
-	int64_t n = fc_seg_count(req);
 	uint32_t rmsn = req->rmsn;
 
-	if (n < 0)
-		return (int)n;
-	if ((uint64_t)n > cap || n > INT_MAX)
+	if (n > cap || n > INT_MAX)
 		return -E2BIG;
 	if (req->op == FC_SEG_READ) {
 		rmsn += plan_read(req, out);
 	} else {
-		plan_push(req, sgl_total(req), (uint64_t)n, out);
+		plan_push(req, total, n, out);
 		if (req->cls != FC_RDMA_CLASS_UD &&
 		    (is_send(req->op) || req->op == FC_SEG_WRITE_IMM))
 			rmsn++;
@@ -238,4 +245,27 @@ int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 	if (rmsn_next)
 		*rmsn_next = rmsn;
 	return (int)n;
+}
+
+int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
+		uint32_t *rmsn_next)
+{
+	uint64_t total;
+	int64_t n;
+
+	if (req->num_sge > FC_SEG_SGE_MAX || (!req->sgl && req->num_sge))
+		return -EINVAL;
+	total = sgl_total(req); /* once: the count and the pushes both need it */
+	n = count_of(req, total);
+	if (n < 0)
+		return (int)n;
+	return plan_counted(req, total, (uint64_t)n, out, cap, rmsn_next);
+}
+
+int fc_seg_plan_checked(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
+			uint32_t *rmsn_next)
+{
+	uint64_t total = sgl_total(req);
+
+	return plan_counted(req, total, count_checked(req, total), out, cap, rmsn_next);
 }

@@ -106,4 +106,13 @@ int64_t fc_seg_count(const struct fc_seg_req *req);
 int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 		uint32_t *rmsn_next);
 
+/*
+ * fc_seg_plan of a request that fc_seg_count accepted as it is (the same op, class,
+ * list and MTU; the RMSN may differ): its checks are not made a second time. For a
+ * caller that checks a request when it takes it and plans it later from its own copy
+ * (the RDMA requester: at post, then when the WR starts). Errors: -E2BIG only.
+ */
+int fc_seg_plan_checked(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
+			uint32_t *rmsn_next);
+
 #endif

@@ -223,6 +223,9 @@ static void heap_del(struct fc_txn_engine *e, struct fc_txn *t)
 
 static void heap_set(struct fc_txn_engine *e, struct fc_txn *t, uint64_t dl)
 {
+	/* most touches leave the deadline where it was: the heap is in order already */
+	if (dl == t->dl_ns && (t->hpos != NONE) == (dl != UINT64_MAX))
+		return;
 	t->dl_ns = dl;
 	if (dl == UINT64_MAX) {
 		heap_del(e, t);
@@ -259,6 +262,19 @@ void txn_touch(struct fc_txn *t)
 	heap_set(e, t, d);
 }
 
+/* txn_touch after a change whose only effect on t's deadlines is one more, dl_ns (a new
+ * transaction's): min(cached, dl_ns), without asking the PDL and both tables again.
+ * Never later than what txn_touch would set: t's cache is exact whenever none of t's
+ * entry points is running (each ends in txn_touch), and when one is, its own full touch
+ * follows. Earlier is harmless: on_timer finds nothing due and touches in full. */
+void txn_touch_deadline(struct fc_txn *t, uint64_t dl_ns)
+{
+	struct fc_txn_engine *e = t->e;
+
+	ready_add(e, t);
+	heap_set(e, t, dl_ns < t->dl_ns ? dl_ns : t->dl_ns);
+}
+
 /* ---- credit waiters ---- */
 
 void txn_want_credits(struct fc_txn *t)
@@ -277,12 +293,16 @@ void txn_want_credits(struct fc_txn *t)
 	e->cw_tail = t->slot;
 }
 
-/* Tell connections that saw -EAGAIN that resources came back (8.2.3), in the order they
- * ran out. Waiters that run out again during a callback queue up for the next round. */
-void txn_engine_flush(struct fc_txn_engine *e)
+/* txn_engine_flush's work: the waiters in the order they ran out. Waiters that run out
+ * again during a callback queue up for the next round. */
+void txn_engine_flush_waiters(struct fc_txn_engine *e)
 {
 	if (e->flushing)
 		return;
+	if (e->cw_head == NONE) { /* nobody waits: what the rounds below would leave */
+		e->released = 0;
+		return;
+	}
 	e->flushing = 1;
 	for (int round = 0; round < 2 && e->released; round++) {
 		uint32_t i = e->cw_head;
@@ -524,7 +544,12 @@ static int pdl_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
 
 static int conn_poll(struct fc_txn *t, uint64_t now, uint8_t *buf, size_t cap)
 {
-	int n = pdl_poll(t, now, buf, cap);
+	int n;
+
+	/* the network-request level (10.2) every ACK or NACK of this poll carries: the
+	 * engine's as it is now, whichever connection last moved it */
+	fc_pdl_set_rxbuf_level(t->pdl, t->e->rxbuf_level);
+	n = pdl_poll(t, now, buf, cap);
 
 	for (int j = 0; n == 0 && j < 2 && feed(t); j++)
 		n = pdl_poll(t, now, buf, cap);
@@ -609,7 +634,6 @@ int fc_txn_engine_rx_meta(struct fc_txn_engine *e, const void *pkt, size_t len,
 	if (user)
 		*user = t->ctx;
 	txn_set_now(t, now);
-	fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
 	t->in_pdl++;
 	rc = fc_pdl_rx_meta(t->pdl, pkt, len, m);
 	t->in_pdl--;
@@ -894,13 +918,13 @@ void fc_txn_conn_free(struct fc_txn *t)
 			txn_txp_release(t, i);
 	for (uint32_t i = 0; i <= t->imask; i++) {
 		struct islot *s = &t->is[i];
-		uint32_t n[FC_TXN_RES_COUNT] = {0};
+		struct txn_need n = {0};
 
 		if (!s->used)
 			continue;
-		n[FC_TXN_REQ_PKT_RX] = 1;
-		n[FC_TXN_REQ_BUF_RX] = s->rx_cells;
-		txn_res_sub(t, n);
+		txn_need_set(&n, FC_TXN_REQ_PKT_RX, 1);
+		txn_need_set(&n, FC_TXN_REQ_BUF_RX, s->rx_cells);
+		txn_res_sub(t, &n);
 		txn_cells_put(e, s->cells);
 	}
 	for (uint32_t i = 0; i <= t->tmask; i++)

@@ -73,7 +73,7 @@ void txn_ini_fail(struct fc_txn *t, struct islot *s, uint8_t code)
 static void ini_complete(struct fc_txn *t, struct islot *s, const uint8_t *data)
 {
 	struct fc_txn_engine *e = t->e; /* t may be gone when complete returns */
-	uint32_t n[FC_TXN_RES_COUNT] = {0};
+	struct txn_need n = {0};
 	struct fc_txn_cmpl c = { .cookie = s->cookie, .rsn = s->rsn, .kind = s->kind,
 				 .code = s->code, .ulp_code = s->ulp_code };
 	uint8_t *scr = NULL;
@@ -93,9 +93,9 @@ static void ini_complete(struct fc_txn *t, struct islot *s, const uint8_t *data)
 	if (s->ready)
 		t->iready--;
 	ini_detach(t, s);
-	n[FC_TXN_REQ_PKT_RX] = 1;
-	n[FC_TXN_REQ_BUF_RX] = s->rx_cells;
-	txn_res_sub(t, n);
+	txn_need_set(&n, FC_TXN_REQ_PKT_RX, 1);
+	txn_need_set(&n, FC_TXN_REQ_BUF_RX, s->rx_cells);
+	txn_res_sub(t, &n);
 	txn_cells_put(t->e, s->cells);
 	s->cells = NONE;
 	s->state = s->kind == FC_TXN_PUSH ? FC_TXN_PUSH_CPL_TX : FC_TXN_PULL_DATA_ULP_TX;
@@ -172,7 +172,8 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 		      uint32_t *rsn_out)
 {
 	struct fc_txn_engine *e = t->e;
-	uint32_t need[FC_TXN_RES_COUNT], rsn = t->nrsn, k;
+	struct txn_need need;
+	uint32_t rsn = t->nrsn, k;
 	struct islot *s;
 	struct txpkt *x;
 
@@ -183,15 +184,15 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 	if ((len && !data) || (glen && !t->ops->gather))
 		return -EINVAL;
 	txn_set_now(t, now);
-	txn_ini_need(e, kind, len + glen, resp_len, need); /* the Tx buffer is charged by size */
-	if ((t->nrsn - t->brsn > t->imask && tbl_grow_i(t)) || !txn_res_fits(t, need, 0)) {
+	txn_ini_need(e, kind, len + glen, resp_len, &need); /* the Tx buffer is charged by size */
+	if ((t->nrsn - t->brsn > t->imask && tbl_grow_i(t)) || !txn_res_fits(t, &need, 0)) {
 		if (t->cfg.mn)
 			return reject_mn(t, kind, cookie);
 		txn_want_credits(t);
 		t->cnt.submit_eagain++;
 		return -EAGAIN;
 	}
-	txn_res_add(t, need);
+	txn_res_add(t, &need);
 	k = txn_txp_get(e); /* exists: the Tx regions bound the contexts in use */
 	x = &e->txp[k];
 	x->conn = t;
@@ -201,14 +202,14 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 	x->glen = glen;
 	x->gcookie = cookie;
 	x->resp_len = resp_len;
-	x->cells = need[FC_TXN_REQ_BUF_TX];
+	x->cells = need.n[FC_TXN_REQ_BUF_TX];
 	if (len)
 		memcpy(x->buf, data, len);
 	s = islot(t, rsn);
 	*s = (struct islot){
 		.cookie = cookie, .rsn = rsn, .txp = k, .resp_len = resp_len, .used = 1,
-		.kind = kind, .rx_cells = need[FC_TXN_REQ_BUF_RX],
-		.cells = txn_cells_get(e, need[FC_TXN_REQ_BUF_RX]),
+		.kind = kind, .rx_cells = need.n[FC_TXN_REQ_BUF_RX],
+		.cells = txn_cells_get(e, need.n[FC_TXN_REQ_BUF_RX]),
 		.deadline_ns = e->cfg.txn_timeout_ns ? now + e->cfg.txn_timeout_ns : UINT64_MAX,
 		.state = kind == FC_TXN_PUSH ? FC_TXN_PUSH_REQ_ULP_RX : FC_TXN_PULL_REQ_ULP_RX,
 	};
@@ -220,7 +221,7 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 		t->cnt.pull_ulp++;
 	if (rsn_out)
 		*rsn_out = rsn;
-	txn_touch(t);
+	txn_touch_deadline(t, s->deadline_ns); /* queued output and one more deadline */
 	return 0;
 }
 

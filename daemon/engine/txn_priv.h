@@ -179,16 +179,34 @@ static inline struct tslot *tfind(const struct fc_txn *t, uint32_t rsn)
 	return tbusy(s) && s->rsn == rsn ? s : NULL;
 }
 
+/* What a request takes from the counters, or gives back (8.2.2 - 8.2.4): n[i] of each
+ * resource i; mask has bit i set when n[i] is not 0, so that the accounting loops look
+ * at those counters only (a request touches two to four of the eight). */
+struct txn_need {
+	uint32_t n[FC_TXN_RES_COUNT];
+	uint8_t mask;
+};
+
+static inline void txn_need_set(struct txn_need *nd, int i, uint32_t v)
+{
+	nd->n[i] = v;
+	if (v)
+		nd->mask |= (uint8_t)(1u << i);
+}
+
 /* txn_res.c */
 void txn_q_unlink(struct fc_txn *t, int qi, uint32_t idx);
 uint32_t txn_txp_get(struct fc_txn_engine *e);
 uint32_t txn_cells_get(struct fc_txn_engine *e, uint32_t n);
-void txn_net_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len, uint32_t *need);
+void txn_net_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len,
+		  struct txn_need *need);
 void txn_q_append(struct fc_txn *t, int qi, uint32_t idx);
-int txn_res_fits(const struct fc_txn *t, const uint32_t *need, int hol);
-void txn_res_add(struct fc_txn *t, const uint32_t *need);
+enum { TXN_ROOM_HOL = 1, TXN_ROOM_ALL = 2 };
+int txn_res_room(const struct fc_txn *t, const struct txn_need *need);
+int txn_res_fits(const struct fc_txn *t, const struct txn_need *need, int hol);
+void txn_res_add(struct fc_txn *t, const struct txn_need *need);
 void txn_cells_gather(const struct fc_txn_engine *e, uint32_t c, uint8_t *dst, uint32_t len);
-void txn_res_sub(struct fc_txn *t, const uint32_t *n);
+void txn_res_sub(struct fc_txn *t, const struct txn_need *n);
 void txn_txp_release(struct fc_txn *t, uint32_t idx);
 void txn_txp_drop_queued(struct fc_txn *t, uint32_t idx);
 void txn_cells_put(struct fc_txn_engine *e, uint32_t head);
@@ -197,7 +215,7 @@ void txn_res_conn_init(struct fc_txn *t);
 int txn_queue_of(const struct fc_txn *t, uint8_t type);
 void txn_cells_copy_in(struct fc_txn_engine *e, uint32_t c, const uint8_t *src, uint32_t len);
 void txn_ini_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len,
-		  uint32_t resp_len, uint32_t *need);
+		  uint32_t resp_len, struct txn_need *need);
 uint8_t *txn_scratch_take(struct fc_txn_engine *e);
 
 /* txn_ini.c */
@@ -225,6 +243,15 @@ void txn_pdl_answer(struct fc_txn *t, uint32_t psn, int ack, uint8_t code, uint8
 void txn_set_now(struct fc_txn *t, uint64_t now);
 void txn_conn_finish(struct fc_txn *t);
 void txn_touch(struct fc_txn *t);
-void txn_engine_flush(struct fc_txn_engine *e);
+void txn_touch_deadline(struct fc_txn *t, uint64_t dl_ns);
+void txn_engine_flush_waiters(struct fc_txn_engine *e);
+
+/* Tell connections that saw -EAGAIN that resources came back (8.2.3); nothing to do,
+ * and no call, unless something was released since the last flush. */
+static inline void txn_engine_flush(struct fc_txn_engine *e)
+{
+	if (e->released && !e->flushing)
+		txn_engine_flush_waiters(e);
+}
 
 #endif

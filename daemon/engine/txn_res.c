@@ -54,104 +54,120 @@ void txn_res_conn_init(struct fc_txn *t)
 		t->climit[i] = t->cfg.mn && i < FC_TXN_ULP_CREDITS ? 0 : t->cfg.limit[i];
 }
 
-/* May t take need? A head-of-line network request (hol) may use the red zone and is not
- * held to the function's and connection's network limits: CR#3 and the UR rule say it
- * must always get in when the host has room. */
-int txn_res_fits(const struct fc_txn *t, const uint32_t *need, int hol)
+/* May t take need? TXN_ROOM_ALL: as any request. TXN_ROOM_HOL: only as a head-of-line
+ * network request, which may use the red zone and is not held to the function's and
+ * connection's network limits (CR#3 and the UR rule: it must always get in when the host
+ * has room). 0: not at all. One pass answers both questions (8.2.4). */
+int txn_res_room(const struct fc_txn *t, const struct txn_need *need)
 {
 	const struct fc_txn_engine *e = t->e;
 	const uint32_t *fl = e->cfg.fn_limit[t->cfg.fn], *fu = e->fn_used[t->cfg.fn];
+	int room = TXN_ROOM_ALL;
 
-#pragma GCC unroll 8 /* constant indexes: is_net and the zero tests fold away */
-	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
-		uint64_t n = need[i];
+	/* bounded: one pass per set bit of an 8-bit mask */
+	for (unsigned m = need->mask; m; m &= m - 1) {
+		int i = __builtin_ctz(m);
+		uint64_t n = need->n[i], used = e->used[e->gi[i]];
 
-		if (!n) /* most counters are 0 in a request: look at nothing else */
+		if (used + n <= e->lim_red[i] && !(fl[i] && fu[i] + n > fl[i]) &&
+		    !(t->climit[i] && t->used[i] + n > t->climit[i]))
 			continue;
-		if (hol && is_net(i)) { /* the host's room, red zone included, and nothing else */
-			if (e->used[e->gi[i]] + n > e->lim_all[i])
-				return 0;
-			continue;
-		}
-		if (e->used[e->gi[i]] + n > e->lim_red[i] || (fl[i] && fu[i] + n > fl[i]) ||
-		    (t->climit[i] && t->used[i] + n > t->climit[i]))
+		if (!is_net(i) || used + n > e->lim_all[i])
 			return 0;
+		room = TXN_ROOM_HOL; /* the host's room, red zone included, and nothing else */
 	}
-	return 1;
+	return room;
 }
+
+int txn_res_fits(const struct fc_txn *t, const struct txn_need *need, int hol)
+{
+	int room = txn_res_room(t, need);
+
+	return room == TXN_ROOM_ALL || (hol && room == TXN_ROOM_HOL);
+}
+
+/* The network-request counters are the last two, in the order of the rxbuf pools: the
+ * mask's top two bits are the pools a request changed. */
+_Static_assert(FC_TXN_NET_PKT_RX == FC_TXN_RES_COUNT - 2 && FC_TXN_NET_BUF_RX == FC_TXN_RES_COUNT - 1 &&
+	       FC_RXBUF_POOL_PKT == 0 && FC_RXBUF_POOL_BUF == 1 && FC_RXBUF_POOLS == 2,
+	       "network-request counters map onto the rxbuf pools");
 
 /* The network-request pools changed: feed their EMA (spec 10.2); the quantized level
- * goes out in the connection's next ACK or NACK. */
-static void rxbuf_note(struct fc_txn *t, const uint32_t *n)
+ * goes out in the ACKs and NACKs of the next poll (conn_poll hands it to the PDL). */
+static void rxbuf_note(struct fc_txn_engine *e, const struct txn_need *n)
 {
-	struct fc_txn_engine *e = t->e;
+	unsigned changed = (unsigned)n->mask >> FC_TXN_NET_PKT_RX;
 
-	/* the level is searched again only when an EMA leaves its level's band */
-	if (n[FC_TXN_NET_PKT_RX])
-		e->rxbuf_level = (uint8_t)fc_rxbuf_note(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_PKT,
-							e->used[FC_TXN_NET_PKT_RX]);
-	if (n[FC_TXN_NET_BUF_RX])
-		e->rxbuf_level = (uint8_t)fc_rxbuf_note(&e->rxbuf, &e->rxbuf_cfg, FC_RXBUF_POOL_BUF,
-							e->used[FC_TXN_NET_BUF_RX]);
-	if (t->pdl) /* not while a connection is being torn down */
-		fc_pdl_set_rxbuf_level(t->pdl, e->rxbuf_level);
+	/* both pools in one step (a request takes from both); the level is searched again
+	 * only when an EMA leaves its level's band */
+	if (changed) {
+		const uint32_t occ[FC_RXBUF_POOLS] = {
+			[FC_RXBUF_POOL_PKT] = e->used[FC_TXN_NET_PKT_RX],
+			[FC_RXBUF_POOL_BUF] = e->used[FC_TXN_NET_BUF_RX],
+		};
+
+		e->rxbuf_level = (uint8_t)fc_rxbuf_note_pools(&e->rxbuf, &e->rxbuf_cfg, changed, occ);
+	}
 }
 
-void txn_res_add(struct fc_txn *t, const uint32_t *need)
+void txn_res_add(struct fc_txn *t, const struct txn_need *need)
 {
 	struct fc_txn_engine *e = t->e;
+	uint32_t *fu = e->fn_used[t->cfg.fn];
 
-#pragma GCC unroll 8 /* constant indexes: is_net and the zero tests fold away */
-	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
-		if (!need[i])
-			continue;
-		t->used[i] += need[i];
-		e->fn_used[t->cfg.fn][i] += need[i];
-		e->used[e->gi[i]] += need[i];
+	for (unsigned m = need->mask; m; m &= m - 1) {
+		int i = __builtin_ctz(m);
+
+		t->used[i] += need->n[i];
+		fu[i] += need->n[i];
+		e->used[e->gi[i]] += need->n[i];
 	}
-	rxbuf_note(t, need);
+	rxbuf_note(e, need);
 }
 
-void txn_res_sub(struct fc_txn *t, const uint32_t *n)
+void txn_res_sub(struct fc_txn *t, const struct txn_need *n)
 {
 	struct fc_txn_engine *e = t->e;
+	uint32_t *fu = e->fn_used[t->cfg.fn];
 
-#pragma GCC unroll 8 /* constant indexes: is_net and the zero tests fold away */
-	for (int i = 0; i < FC_TXN_RES_COUNT; i++) {
-		if (!n[i])
-			continue;
-		t->used[i] -= n[i];
-		e->fn_used[t->cfg.fn][i] -= n[i];
-		e->used[e->gi[i]] -= n[i];
+	for (unsigned m = n->mask; m; m &= m - 1) {
+		int i = __builtin_ctz(m);
+
+		t->used[i] -= n->n[i];
+		fu[i] -= n->n[i];
+		e->used[e->gi[i]] -= n->n[i];
 	}
-	rxbuf_note(t, n);
+	rxbuf_note(e, n);
 	e->released = 1;
 }
 
 /* 8.2.3 table: what a push / pull takes from the ULP's credits. */
 void txn_ini_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len,
-		  uint32_t resp_len, uint32_t *need)
+		  uint32_t resp_len, struct txn_need *need)
 {
-	memset(need, 0, FC_TXN_RES_COUNT * sizeof(*need));
-	need[FC_TXN_REQ_PKT_TX] = 1;
-	need[FC_TXN_REQ_PKT_RX] = 1;
+	*need = (struct txn_need){0};
+	txn_need_set(need, FC_TXN_REQ_PKT_TX, 1);
+	txn_need_set(need, FC_TXN_REQ_PKT_RX, 1);
 	if (kind == FC_TXN_PUSH) {
-		need[FC_TXN_REQ_BUF_TX] = ceil_div(len, e->cfg.tx_cell_bytes);
+		txn_need_set(need, FC_TXN_REQ_BUF_TX, ceil_div(len, e->cfg.tx_cell_bytes));
 	} else {
 		/* the request itself: 1 (more when its headers exceed a cell) */
-		need[FC_TXN_REQ_BUF_TX] = len ? ceil_div(len, e->cfg.tx_cell_bytes) : 1;
-		need[FC_TXN_REQ_BUF_RX] = ceil_div(resp_len, e->cfg.rx_cell_bytes);
+		txn_need_set(need, FC_TXN_REQ_BUF_TX, len ? ceil_div(len, e->cfg.tx_cell_bytes) : 1);
+		txn_need_set(need, FC_TXN_REQ_BUF_RX, ceil_div(resp_len, e->cfg.rx_cell_bytes));
 	}
 }
 
 /* 8.2.4 table: what a received request takes from the network-request region. */
-void txn_net_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len, uint32_t *need)
+void txn_net_need(const struct fc_txn_engine *e, uint8_t kind, uint32_t len,
+		  struct txn_need *need)
 {
-	memset(need, 0, FC_TXN_RES_COUNT * sizeof(*need));
-	need[FC_TXN_NET_PKT_RX] = 1;
-	need[FC_TXN_NET_BUF_RX] = ceil_div(len, e->cfg.rx_cell_bytes);
-	if (kind == FC_TXN_PULL && !need[FC_TXN_NET_BUF_RX])
-		need[FC_TXN_NET_BUF_RX] = 1;
+	uint32_t cells = ceil_div(len, e->cfg.rx_cell_bytes);
+
+	if (kind == FC_TXN_PULL && !cells)
+		cells = 1;
+	*need = (struct txn_need){0};
+	txn_need_set(need, FC_TXN_NET_PKT_RX, 1);
+	txn_need_set(need, FC_TXN_NET_BUF_RX, cells);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -246,12 +262,12 @@ void txn_txp_release(struct fc_txn *t, uint32_t idx)
 {
 	struct fc_txn_engine *e = t->e;
 	struct txpkt *k = &e->txp[idx];
-	uint32_t n[FC_TXN_RES_COUNT] = {0};
+	struct txn_need n = {0};
 	int data = k->type == FC_PKT_PULL_DATA;
 
-	n[data ? FC_TXN_DATA_PKT_TX : FC_TXN_REQ_PKT_TX] = 1;
-	n[data ? FC_TXN_DATA_BUF_TX : FC_TXN_REQ_BUF_TX] = k->cells;
-	txn_res_sub(t, n);
+	txn_need_set(&n, data ? FC_TXN_DATA_PKT_TX : FC_TXN_REQ_PKT_TX, 1);
+	txn_need_set(&n, data ? FC_TXN_DATA_BUF_TX : FC_TXN_REQ_BUF_TX, k->cells);
+	txn_res_sub(t, &n);
 	k->where = TXP_FREE;
 	k->conn = NULL;
 	k->next = e->txp_free;

@@ -59,13 +59,13 @@ static void tbl_fit_t(struct fc_txn *t, uint32_t r)
 /* Give back the network-request resources of s (8.2.4). */
 void txn_tgt_release(struct fc_txn *t, struct tslot *s)
 {
-	uint32_t n[FC_TXN_RES_COUNT] = {0};
+	struct txn_need n = {0};
 
 	if (!s->has_res)
 		return;
-	n[FC_TXN_NET_PKT_RX] = 1;
-	n[FC_TXN_NET_BUF_RX] = s->ncells;
-	txn_res_sub(t, n);
+	txn_need_set(&n, FC_TXN_NET_PKT_RX, 1);
+	txn_need_set(&n, FC_TXN_NET_BUF_RX, s->ncells);
+	txn_res_sub(t, &n);
 	txn_cells_put(t->e, s->cells);
 	s->cells = NONE;
 	s->has_res = 0;
@@ -166,9 +166,10 @@ static int bad_rsn(struct fc_txn *t, uint8_t kind, struct fc_pdl_nack *nack)
 int txn_tgt_request(struct fc_txn *t, const struct fc_pdl_rx_pkt *p, struct fc_pdl_nack *nack)
 {
 	uint8_t kind = p->type == FC_PKT_PUSH_DATA ? FC_TXN_PUSH : FC_TXN_PULL;
-	uint32_t need[FC_TXN_RES_COUNT], r = p->rsn;
+	struct txn_need need;
+	uint32_t r = p->rsn;
 	struct tslot *s;
-	int hol;
+	int hol, room;
 
 	tbl_fit_t(t, r);
 	s = tslot(t, r);
@@ -188,16 +189,17 @@ int txn_tgt_request(struct fc_txn *t, const struct fc_pdl_rx_pkt *p, struct fc_p
 		return s->rsn == r ? bad_rsn(t, kind, nack) :
 		       refuse_rsrc(kind, nack, &t->cnt.refused_slot);
 	hol = t->ordered && r == t->t_nrsn;
-	txn_net_need(t->e, kind, p->len, need);
-	if (!txn_res_fits(t, need, hol))
+	txn_net_need(t->e, kind, p->len, &need);
+	room = txn_res_room(t, &need);
+	if (room != TXN_ROOM_ALL && !(hol && room == TXN_ROOM_HOL))
 		return refuse_rsrc(kind, nack, &t->cnt.refused_rsrc);
-	if (hol && !txn_res_fits(t, need, 0))
+	if (room == TXN_ROOM_HOL)
 		t->cnt.hol_red++; /* only the red zone let it in (8.2.4) */
-	txn_res_add(t, need);
+	txn_res_add(t, &need);
 	*s = (struct tslot){
 		.rsn = r, .psn = p->psn, .len = p->len, .kind = kind, .has_res = 1,
 		.resp_len = kind == FC_TXN_PULL ? p->req_len : 0, .txp = NONE,
-		.ncells = need[FC_TXN_NET_BUF_RX], .cells = txn_cells_get(t->e, need[FC_TXN_NET_BUF_RX]),
+		.ncells = need.n[FC_TXN_NET_BUF_RX], .cells = txn_cells_get(t->e, need.n[FC_TXN_NET_BUF_RX]),
 		.state = kind == FC_TXN_PUSH ? FC_TXN_PUSH_DATA_RX : FC_TXN_PULL_REQ_RX,
 		.redeliveries = t->rnr_block && r == t->rnr_rsn ? t->rnr_count : 0,
 	};
@@ -428,7 +430,8 @@ static int pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 		     uint32_t glen, uint64_t gcookie, uint64_t now_ns)
 {
 	struct fc_txn_engine *e = t->e;
-	uint32_t need[FC_TXN_RES_COUNT] = {0}, k;
+	struct txn_need need = {0};
+	uint32_t k;
 	struct tslot *s = tfind(t, rsn);
 	struct txpkt *x;
 
@@ -441,14 +444,14 @@ static int pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 	if ((len && !data) || (glen && !t->ops->gather))
 		return -EINVAL;
 	txn_set_now(t, now_ns);
-	need[FC_TXN_DATA_PKT_TX] = 1;
-	need[FC_TXN_DATA_BUF_TX] = ceil_div(len + glen, e->cfg.tx_cell_bytes);
-	if (!txn_res_fits(t, need, 0)) {
+	txn_need_set(&need, FC_TXN_DATA_PKT_TX, 1);
+	txn_need_set(&need, FC_TXN_DATA_BUF_TX, ceil_div(len + glen, e->cfg.tx_cell_bytes));
+	if (!txn_res_fits(t, &need, 0)) {
 		txn_want_credits(t);
 		t->cnt.submit_eagain++;
 		return -EAGAIN;
 	}
-	txn_res_add(t, need);
+	txn_res_add(t, &need);
 	k = txn_txp_get(e);
 	x = &e->txp[k];
 	x->conn = t;
@@ -458,7 +461,7 @@ static int pull_data(struct fc_txn *t, uint32_t rsn, const void *data, uint32_t 
 	x->glen = glen;
 	x->gcookie = gcookie;
 	x->resp_len = 0;
-	x->cells = need[FC_TXN_DATA_BUF_TX];
+	x->cells = need.n[FC_TXN_DATA_BUF_TX];
 	if (len)
 		memcpy(x->buf, data, len);
 	txn_q_append(t, txn_queue_of(t, FC_PKT_PULL_DATA), k);

@@ -82,25 +82,35 @@ static uint8_t *put64(uint8_t *p, uint64_t x)
 /* Opcode properties                                                         */
 /* ------------------------------------------------------------------------ */
 
-int fc_rdma_hdr_len(uint8_t opcode)
+/* Header length of a known opcode whose ETHs are eths (not 0). The codec works this and
+ * the next out from the eths it already has, rather than looking the opcode up again. */
+static int eths_hdr_len(uint32_t eths)
 {
-	uint32_t eths = fc_rdma_opcode_eths(opcode);
 	int len = sizeof(struct fc_rbth);
 
-	if (!eths)
-		return -FC_WIRE_ETYPE;
 	for (uint32_t m = eths; m; m &= m - 1) /* the opcode table holds known bits only */
 		len += eth_len_by_bit[__builtin_ctz(m) % (sizeof(eth_len_by_bit))];
 	return len;
 }
 
-bool fc_rdma_opcode_has_payload(uint8_t opcode)
+/* May a known opcode carry a payload? Pull Requests (READ Request, atomics) and the
+ * ATOMIC Response: headers only. */
+static bool known_has_payload(uint8_t opcode)
 {
-	if (!fc_rdma_opcode_eths(opcode))
-		return false;
-	/* Pull Requests (READ Request, atomics) and the ATOMIC Response: headers only */
 	return fc_rdma_opcode_falcon_type(opcode) != FC_PKT_PULL_REQ &&
 	       (opcode & 0x1F) != FC_RDMA_ATOMIC_RESP;
+}
+
+int fc_rdma_hdr_len(uint8_t opcode)
+{
+	uint32_t eths = fc_rdma_opcode_eths(opcode);
+
+	return eths ? eths_hdr_len(eths) : -FC_WIRE_ETYPE;
+}
+
+bool fc_rdma_opcode_has_payload(uint8_t opcode)
+{
+	return fc_rdma_opcode_eths(opcode) && known_has_payload(opcode);
 }
 
 /* WRITE Only (Imm): the RETH length must equal the payload length. */
@@ -246,7 +256,7 @@ static int check_lengths(const uint8_t *p, size_t len, uint32_t eths, size_t hdr
 		return -FC_WIRE_ELEN; /* spec 8.2: pad aligns to 4 bytes */
 	if (pad > rest)
 		return -FC_WIRE_ELEN;
-	if (rest && !fc_rdma_opcode_has_payload(p[0]))
+	if (rest && !known_has_payload(p[0]))
 		return -FC_WIRE_ELEN;
 	if (reth_len_is_payload_len(p[0])) { /* spec 8.3.1; RETH after an XRCETH, len last */
 		size_t reth = sizeof(struct fc_rbth) +
@@ -274,7 +284,7 @@ int fc_rdma_decode(const void *buf, size_t len, int falcon_type, struct fc_rdma_
 		return -FC_WIRE_ETYPE;
 	if (falcon_type >= 0 && fc_rdma_opcode_falcon_type(p[0]) != (uint32_t)falcon_type)
 		return -FC_WIRE_ETYPE;
-	hdr_len = fc_rdma_hdr_len(p[0]);
+	hdr_len = eths_hdr_len(eths);
 	if (len < (size_t)hdr_len)
 		return -FC_WIRE_ETRUNC;
 	err = check_lengths(p, len, eths, (size_t)hdr_len);
@@ -364,17 +374,16 @@ static void encode_eth(uint32_t eth, const struct fc_rdma_hdrs *h, uint8_t *p)
 }
 
 /* Field widths and opcode/payload agreement. Returns 0 or -FC_WIRE_EINVAL. */
-static int check_encode(const struct fc_rdma_hdrs *h, const void *payload, size_t payload_len)
+static int check_encode(const struct fc_rdma_hdrs *h, uint32_t eths, const void *payload,
+			size_t payload_len)
 {
-	uint32_t eths = fc_rdma_opcode_eths(h->opcode);
-
 	if (!eths || h->dqp > FC_QPN_MASK)
 		return -FC_WIRE_EINVAL;
 	if ((eths & FC_ETH_XRCETH) && h->xrc_srq > FC_QPN_MASK)
 		return -FC_WIRE_EINVAL;
 	if ((eths & FC_ETH_DETH) && h->deth.src_qp > FC_QPN_MASK)
 		return -FC_WIRE_EINVAL;
-	if (payload_len && (!payload || !fc_rdma_opcode_has_payload(h->opcode)))
+	if (payload_len && (!payload || !known_has_payload(h->opcode)))
 		return -FC_WIRE_EINVAL;
 	if (reth_len_is_payload_len(h->opcode) && h->reth.len != payload_len)
 		return -FC_WIRE_EINVAL;
@@ -389,10 +398,10 @@ int fc_rdma_encode(const struct fc_rdma_hdrs *h, const void *payload, size_t pay
 	size_t i = 0, off, hdr_len;
 	int err;
 
-	err = check_encode(h, payload, payload_len);
+	err = check_encode(h, eths, payload, payload_len);
 	if (err)
 		return err;
-	hdr_len = (size_t)fc_rdma_hdr_len(h->opcode);
+	hdr_len = (size_t)eths_hdr_len(eths);
 	if (payload_len > (size_t)INT_MAX - hdr_len - pad)
 		return -FC_WIRE_EINVAL;
 	if (cap < hdr_len || cap - hdr_len < payload_len + pad)

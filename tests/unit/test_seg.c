@@ -497,6 +497,13 @@ static void test_random_properties(void **state)
 		}
 		PROP(n == fc_seg_count(&r));
 		check_plan(&r, n, next, iter);
+		if (n > 0) { /* an accepted request: the checked form plans it the same */
+			static struct fc_seg again[SEGS];
+			uint32_t next2;
+
+			PROP(fc_seg_plan_checked(&r, again, SEGS, &next2) == n);
+			PROP(next2 == next && !memcmp(again, segs, (size_t)n * sizeof(*segs)));
+		}
 	}
 }
 
