@@ -50,7 +50,8 @@ static void json_node(struct fd_json *j, const struct fc_node_counters *c)
 	fd_json_open(j, "node", '{');
 	U64(j, c, rx_frames); U64(j, c, rx_bytes); U64(j, c, tx_frames); U64(j, c, tx_bytes);
 	U64(j, c, rx_short); U64(j, c, rx_encap_err); U64(j, c, rx_unknown_cid);
-	U64(j, c, rx_peer_mismatch); U64(j, c, rx_engine_err); U64(j, c, tx_no_frame);
+	U64(j, c, rx_peer_mismatch);
+	U64(j, c, rx_spi_mismatch); U64(j, c, rx_replay); U64(j, c, rx_engine_err); U64(j, c, tx_no_frame);
 	U64(j, c, tx_encap_err); U64(j, c, tx_io_drop); U64(j, c, cc_events);
 	U64(j, c, cc_errors);
 	fd_json_close(j, '}');

@@ -21,6 +21,7 @@ struct conn_slot {
 	struct fc_txn *t;  /* NULL: free */
 	uint32_t cid;      /* local CID while open */
 	uint32_t peer;
+	uint64_t remote_time; /* spec 9.2.2.2: the newest IV taken (encap->conn_check) */
 	uint8_t gen;       /* bumped at every reservation of the slot */
 	uint8_t reserved;  /* CID handed out, connection not open yet */
 };
@@ -269,6 +270,7 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 		return NULL;
 	s->reserved = 0;
 	s->t = t;
+	s->remote_time = 0;
 	return t;
 }
 
@@ -327,6 +329,14 @@ static int rx_one(struct fc_node *n, struct fc_frame *f)
 		n->cnt.rx_peer_mismatch++;
 		return 0;
 	}
+	if (n->cfg.encap && n->cfg.encap->conn_check &&
+	    (rc = n->cfg.encap->conn_check(n->cfg.encap_ctx, f, s->peer, &s->remote_time))) {
+		if (rc == -ESTALE)
+			n->cnt.rx_replay++;
+		else
+			n->cnt.rx_spi_mismatch++;
+		return 0;
+	}
 	rc = fc_rdma_rx_meta(n->rdma, f->buf, f->len, &f->meta);
 	if (rc < 0 && rc != -ENOENT) {
 		n->cnt.rx_engine_err++;
@@ -371,6 +381,7 @@ static unsigned fill(struct fc_node *n, uint64_t now, struct fc_frame *f, unsign
 			continue;
 		}
 		fr->peer = &n->peers[s->peer];
+		fr->peer_idx = s->peer;
 		if (ex) {
 			if (ex->seal(n->cfg.encap_ctx, fr, (uint32_t)len)) {
 				n->cnt.tx_encap_err++;

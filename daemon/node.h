@@ -77,6 +77,13 @@ struct fc_encap_ops {
 	uint32_t headroom, tailroom;
 	int (*seal)(void *ctx, struct fc_frame *f, uint32_t len);
 	int (*open)(void *ctx, struct fc_frame *f);
+	/* After open and the CID lookup: may the opened frame f be taken on a connection to
+	 * node peer `peer`? remote_time is that connection's (0 when it opened). Returns 0,
+	 * -EKEYREJECTED (not the peer's PSP tunnel: the SPI check of spec 9.2.2.3) or -ESTALE
+	 * (the replay check of 9.2.2.2); the node drops and counts the frame, and no ACK or
+	 * NACK comes of it. NULL: no check. */
+	int (*conn_check)(void *ctx, const struct fc_frame *f, uint32_t peer,
+			  uint64_t *remote_time);
 };
 
 struct fc_node_cfg {
@@ -115,6 +122,8 @@ struct fc_node_counters {
 	uint64_t rx_encap_err;    /* encap->open refused it */
 	uint64_t rx_unknown_cid;  /* no connection with that CID (or a closed one) */
 	uint64_t rx_peer_mismatch;/* the CID's connection belongs to another peer */
+	uint64_t rx_spi_mismatch; /* 9.2.2.3: not the connection's PSP tunnel */
+	uint64_t rx_replay;       /* 9.2.2.2: IV older than the replay margin allows */
 	uint64_t rx_engine_err;   /* the engine could not decode it (counted there too) */
 	uint64_t tx_no_frame;     /* the backend had no free frame when the node polled */
 	uint64_t tx_encap_err;    /* encap->seal failed: packet lost (the PDL retransmits) */
