@@ -282,6 +282,7 @@ static void usage(FILE *f)
 		"  key generate [-o FILE] a new identity key in FILE (mode 0600; default\n"
 		"                         " KEY_FILE_DEFAULT "); prints its public key\n"
 		"  key show FILE          the public key of a key file (base64)\n"
+		"  key rotate             new PSP keys now (the daemon; without loss)\n"
 		"  -j, --json             print the daemon's JSON as it is\n"
 		"  -s, --socket PATH      admin socket (default $FALCON_ADMIN_SOCKET or\n"
 		"                         /run/falcon/falconctl.sock)\n"
@@ -315,7 +316,7 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind < argc && !strcmp(argv[optind], "key"))
+	if (optind + 1 < argc && !strcmp(argv[optind], "key") && strcmp(argv[optind + 1], "rotate"))
 		return key_cmd(argc - optind, argv + optind, out_path, json);
 	if (optind >= argc || out_path) {
 		usage(stderr);

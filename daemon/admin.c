@@ -120,7 +120,8 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kv(&j, "pid", "%d", (int)getpid());
 		fd_json_kv(&j, "uptime_s", "%.1f", (double)(fd_now_ns() - d->start_ns) / 1e9);
 		fd_json_kstr(&j, "io", "udp");
-		fd_json_kstr(&j, "security", "none (PSP NULL header: packets are neither "
+		fd_json_kstr(&j, "security", d->sec ? "psp (authenticated peers, encrypted "
+				 "packets)" : "none (PSP NULL header: packets are neither "
 				 "encrypted nor authenticated)");
 		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off (fixed windows and RTO)" :
 				 d->rue_th ? "swift (RUE thread)" : "swift (in the loop)");
@@ -160,6 +161,16 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		return fd_api_json_mrs(d->api, ad->out, ADMIN_OUT_MAX);
 	} else if (n >= 2 && !strcmp(a, "client") && !strcmp(b, "list")) {
 		return fd_api_json_clients(d->api, ad->out, ADMIN_OUT_MAX);
+	} else if (n >= 2 && !strcmp(a, "key") && !strcmp(b, "rotate")) {
+		int rc = fd_cm_rotate_keys(d->cm);
+
+		fd_json_open(&j, NULL, '{');
+		if (rc)
+			fd_json_kstr(&j, "error", "security none: there are no keys to rotate");
+		else
+			fd_json_kstr(&j, "rotated", "new PSP keys sent to every peer; the old phase "
+				     "is erased once all have taken theirs");
+		fd_json_close(&j, '}');
 	} else if (n >= 1 && !strcmp(a, "stats")) {
 		fd_json_open(&j, NULL, '{');
 		json_node(&j, fc_node_counters(d->node));
@@ -178,6 +189,8 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 			U64(&j, &rs, thread_sleeps);
 			fd_json_close(&j, '}');
 		}
+		if (d->sec)
+			json_part(&j, "psp", PART(fd_sec_json), d->sec);
 		json_part(&j, "cm", PART(fd_cm_json_stats), d->cm);
 		json_part(&j, "api", PART(fd_api_json_stats), d->api);
 		fd_json_close(&j, '}');

@@ -35,6 +35,17 @@
  * Connections the engine cannot close yet (a UD work request still holds one) are
  * retried from a timer until it can.
  *
+ * Security psp (sec.c): before any of the above, the two daemons run a Noise IK handshake
+ * (hs.h) that authenticates both identity keys against the allow-lists and exchanges,
+ * inside its encrypted payloads, each side's receive SPI and key (the PSP SA the other
+ * side sends with), its data port and boot id, and its cipher. From then on every CM
+ * message travels sealed with the handshake's transport keys (ChaCha20-Poly1305, a
+ * strictly increasing counter as nonce: a replayed or forged CM message is dropped and
+ * counted); a plain message is refused. Crossing handshakes are settled by the static
+ * keys: the side with the smaller one stays the initiator. Key rotation sends each peer
+ * its new SPI and key (KEYS, sealed, resent until acknowledged); the previous key phase
+ * is erased once every peer has acknowledged and a drain time has passed.
+ *
  * Every message carries the hello: protocol version and feature bits supported and
  * required. A peer that requires what we lack, or speaks another version, is refused
  * (REJ with the reason) and the reason is logged on both sides. The security issue puts
@@ -50,7 +61,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "falcond.h"
 #include "log.h"
@@ -123,11 +137,24 @@ static const char *const state_name[] = {
 	"remote-closed", "closing",
 };
 
+enum sess_state { SESS_NONE = 0, SESS_HS_SENT, SESS_UP };
+
 struct cm_peer {
 	struct sockaddr_storage cm;
 	socklen_t cm_len;
 	uint64_t boot_id;         /* the instance we know (0: none yet) */
 	uint64_t restarts;
+	/* security psp: the authenticated session (the slot index is its PSP session) */
+	uint8_t sess;             /* enum sess_state */
+	uint8_t pub[FC_HS_KEY_LEN];   /* its identity, once authenticated */
+	struct fc_hs hs;          /* our handshake in flight (initiator) */
+	uint8_t tx_key[FC_HS_KEY_LEN], rx_key[FC_HS_KEY_LEN]; /* CM transport keys */
+	uint64_t tx_ctr, rx_ctr;
+	uint32_t node_peer;
+	uint64_t hs_deadline_ns;
+	uint32_t hs_tries;
+	uint64_t keys_gen_acked; /* the PSP key generation it acknowledged */
+	uint64_t handshakes;
 	uint32_t version, features_supported, features_required;
 	uint64_t last_seen_ns;
 	uint32_t conns;
@@ -175,6 +202,8 @@ struct fd_cm {
 	struct fd_daemon *d;
 	int fd;
 	ev_io w;
+	ev_timer sec_w;           /* handshake retries, KEYS resends, key rotation */
+	uint64_t rotate_at_ns, erase_at_ns, keys_gen;
 	struct fc_txn *closing[CM_CLOSING_MAX]; /* connections the engine could not close yet */
 	uint32_t nclosing;
 	ev_timer closing_w;
@@ -187,6 +216,9 @@ struct fd_cm {
 	struct {
 		uint64_t rx, tx, rx_bad, rx_stale, rejects_sent, rejects_rcvd, retries;
 		uint64_t established, timeouts, closed, fault_drops, close_deferred;
+		/* security psp */
+		uint64_t hs_started, hs_done, hs_refused[8], rx_plain_refused, rx_unsealed_bad,
+			 rx_replayed, rx_no_session, keys_sent, keys_acked, rotations;
 	} st;
 	uint64_t rng;             /* the CM fault knob's */
 	uint64_t boot_id;         /* ours */
@@ -250,6 +282,7 @@ static struct cm_peer *peer_of(struct fd_cm *cm, const struct sockaddr_storage *
 }
 
 /* ---- messages ---- */
+/* (the message senders below go through cm_xmit) */
 
 /* The --fault-cm knob: lose this message? */
 static int fault_drop(struct fd_cm *cm)
@@ -262,6 +295,9 @@ static int fault_drop(struct fd_cm *cm)
 	cm->st.fault_drops++;
 	return 1;
 }
+
+static void cm_xmit(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *to,
+		    socklen_t tolen);
 
 static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sockaddr_storage *to,
 		     socklen_t tolen, uint8_t type, uint16_t reason, uint64_t txid)
@@ -291,8 +327,7 @@ static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sock
 	}
 	if (fault_drop(cm))
 		return;
-	if (sendto(cm->fd, &m, sizeof(m), 0, (const struct sockaddr *)to, tolen) == sizeof(m))
-		cm->st.tx++;
+	cm_xmit(cm, &m, to, tolen);
 }
 
 static void rec_send(struct cm_rec *r, uint8_t type)
@@ -837,9 +872,8 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 	rep.boot_id = htobe64(cm->boot_id);
 	rep.features_supported = htonl(cm->d->cfg.features_supported);
 	rep.features_required = htonl(cm->d->cfg.features_required);
-	if (!fault_drop(cm) &&
-	    sendto(cm->fd, &rep, sizeof(rep), 0, (const struct sockaddr *)from, len) == sizeof(rep))
-		cm->st.tx++;
+	if (!fault_drop(cm))
+		cm_xmit(cm, &rep, from, len);
 	if (r && r->kind == KIND_AH && r->role == ROLE_TGT) /* no client holds it */
 		rec_free(r);
 }
@@ -990,6 +1024,480 @@ static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 		on_rej(cm, r, m);
 }
 
+
+/* ---- security psp: sessions (the file comment) ---- */
+
+#define TAG_HS1 0x46434831u    /* "FCH1": handshake message 1 follows */
+#define TAG_HS2 0x46434832u    /* "FCH2" */
+#define TAG_SEALED 0x46435331u /* "FCS1": counter, then a sealed inner message */
+#define SEALED_HDR 12u         /* tag + counter: the AEAD's associated data */
+#define INNER_MAX 96u
+
+enum inner_kind { IN_WIRE = 1, IN_KEYS, IN_KEYS_ACK };
+
+/* What each side's handshake payload carries (inside the Noise AEAD). */
+#define HS_PAYLOAD_LEN 48u
+
+static const char *const hs_refusal_name[8] = {
+	"unknown key", "bad MAC", "replayed", "stale", "malformed", "unsupported version",
+	"cipher or CM version mismatch", "other",
+};
+
+static unsigned hs_refusal(int rc)
+{
+	switch (rc) {
+	case -ENOKEY: return 0;
+	case -EBADMSG: return 1;
+	case -EALREADY: return 2;
+	case -ESTALE: return 3;
+	case -EPROTO: return 4;
+	case -EPROTONOSUPPORT: return 5;
+	case -EPROTOTYPE: return 6;
+	default: return 7;
+	}
+}
+
+static int is_psp(const struct fd_cm *cm) { return cm->d->sec != NULL; }
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t sess_of(const struct fd_cm *cm, const struct cm_peer *p)
+{
+	return (uint32_t)(p - cm->peers);
+}
+
+static void xmit_raw(struct fd_cm *cm, const void *buf, size_t len,
+		     const struct sockaddr_storage *to, socklen_t tolen)
+{
+	if (sendto(cm->fd, buf, len, 0, (const struct sockaddr *)to, tolen) == (ssize_t)len)
+		cm->st.tx++;
+}
+
+/* One inner message, sealed under the session's transport key (nonce: 4 zero bytes and
+ * the counter, big endian; the tag and counter are authenticated too). */
+static void sealed_send(struct fd_cm *cm, struct cm_peer *p, uint8_t kind, const void *body,
+			size_t len)
+{
+	uint8_t pt[1 + INNER_MAX], buf[SEALED_HDR + 1 + INNER_MAX + 16], nonce[12] = { 0 };
+	uint64_t ctr = ++p->tx_ctr, be = htobe64(ctr);
+	uint32_t tag = htonl(TAG_SEALED);
+	unsigned long long clen;
+
+	pt[0] = kind;
+	memcpy(pt + 1, body, len);
+	memcpy(buf, &tag, 4);
+	memcpy(buf + 4, &be, 8);
+	memcpy(nonce + 4, &be, 8);
+	crypto_aead_chacha20poly1305_ietf_encrypt(buf + SEALED_HDR, &clen, pt, 1 + len, buf,
+						  SEALED_HDR, NULL, nonce, p->tx_key);
+	sodium_memzero(pt, sizeof(pt));
+	xmit_raw(cm, buf, SEALED_HDR + (size_t)clen, &p->cm, p->cm_len);
+}
+
+/* Our side of a handshake payload for session p: cipher, data port, boot id and the SPI
+ * and key the peer sends to us with (issued for this session). */
+static int hs_payload(struct fd_cm *cm, struct cm_peer *p, uint8_t out[HS_PAYLOAD_LEN])
+{
+	uint32_t spi, be32;
+	uint16_t port = htons(cm->d->cfg.data_port);
+	uint64_t boot = htobe64(cm->boot_id);
+	int rc = fc_encap_psp_rx_issue(fd_sec_psp(cm->d->sec), sess_of(cm, p), &spi, out + 8);
+
+	if (rc)
+		return rc;
+	out[0] = fd_sec_cipher(cm->d->sec);
+	out[1] = 0;
+	memcpy(out + 2, &port, 2);
+	be32 = htonl(spi);
+	memcpy(out + 4, &be32, 4);
+	memcpy(out + 40, &boot, 8);
+	return 0;
+}
+
+static void peer_restarted(struct fd_cm *cm, struct cm_peer *p, const struct sockaddr_storage *from,
+			   socklen_t len);
+
+/* The peer's payload: its cipher must be ours; its data address becomes a node peer whose
+ * transmit SA is the SPI and key it gave; this session is that node peer's tunnel. */
+static int hs_take(struct fd_cm *cm, struct cm_peer *p, const struct fc_hs_peer_msg *m)
+{
+	struct sockaddr_storage ss = p->cm;
+	struct fc_peer_addr pa;
+	uint16_t port;
+	uint32_t spi;
+	uint64_t boot;
+	int rc;
+
+	if (m->payload_len != HS_PAYLOAD_LEN || m->payload[0] != fd_sec_cipher(cm->d->sec) ||
+	    m->hello.version != FD_CM_VERSION ||
+	    (m->hello.features_required & ~cm->d->cfg.features_supported) ||
+	    (cm->d->cfg.features_required & ~m->hello.features_supported))
+		return -EPROTOTYPE;
+	memcpy(&port, m->payload + 2, 2);
+	memcpy(&spi, m->payload + 4, 4);
+	memcpy(&boot, m->payload + 40, 8);
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = port;
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = port;
+	if ((rc = fc_io_udp_peer_addr((struct sockaddr *)&ss, p->cm_len, &pa)) ||
+	    (rc = fc_node_peer_add(cm->d->node, &pa, &p->node_peer)) ||
+	    (rc = fc_encap_psp_tx_set(fd_sec_psp(cm->d->sec), p->node_peer, ntohl(spi),
+				      m->payload + 8)))
+		return rc;
+	fd_sec_bind(cm->d->sec, sess_of(cm, p), p->node_peer);
+	boot = be64toh(boot);
+	if (p->boot_id && boot && boot != p->boot_id)
+		peer_restarted(cm, p, &p->cm, p->cm_len);
+	p->boot_id = boot;
+	p->keys_gen_acked = fc_encap_psp_rx_gen(fd_sec_psp(cm->d->sec));
+	return 0;
+}
+
+static void ini_send(struct cm_rec *r);
+
+/* The session is up: the keys of the handshake seal what follows; records waiting for it
+ * go now. */
+static void sess_up(struct fd_cm *cm, struct cm_peer *p, struct fc_hs *hs, const uint8_t pub[32])
+{
+	struct fc_hs_keys keys;
+	char a[80], b64[FC_HS_B64_LEN];
+
+	fc_hs_finish(hs, NULL, &keys);
+	memcpy(p->tx_key, keys.send, sizeof(p->tx_key));
+	memcpy(p->rx_key, keys.recv, sizeof(p->rx_key));
+	sodium_memzero(&keys, sizeof(keys));
+	memcpy(p->pub, pub, sizeof(p->pub));
+	p->tx_ctr = p->rx_ctr = 0;
+	p->sess = SESS_UP;
+	p->handshakes++;
+	cm->st.hs_done++;
+	fc_hs_pub_to_base64(pub, b64);
+	LOG_I("cm: %s authenticated (%s): session %u up", addr_str(&p->cm, a, sizeof(a)), b64,
+	      sess_of(cm, p));
+	for (struct cm_rec *r = cm->recs; r; r = r->next)
+		if (r->role == ROLE_INI && r->state == ST_REQ_SENT &&
+		    same_sa(&r->cm_addr, r->cm_len, &p->cm, p->cm_len))
+			rec_send(r, CM_REQ);
+}
+
+static void hs_refused(struct fd_cm *cm, const struct sockaddr_storage *from, int rc,
+		       const char *what)
+{
+	unsigned k = hs_refusal(rc);
+	char a[80];
+
+	cm->st.hs_refused[k]++;
+	LOG_W("cm: %s from %s refused: %s", what, addr_str(from, a, sizeof(a)), hs_refusal_name[k]);
+}
+
+/* Initiator: a new message 1 to p (a retry is a new handshake: hs.h). */
+static void hs_start(struct fd_cm *cm, struct cm_peer *p)
+{
+	const uint8_t *rs = fd_sec_key_of(cm->d->sec, (const struct sockaddr *)&p->cm, p->cm_len);
+	struct fc_hs_config cfg = { .self = fd_sec_identity(cm->d->sec),
+				    .peers = fd_sec_allow(cm->d->sec) };
+	struct fc_hs_hello hello = { .version = FD_CM_VERSION,
+				     .features_supported = cm->d->cfg.features_supported,
+				     .features_required = cm->d->cfg.features_required };
+	uint8_t buf[4 + FC_HS_MSG1_MAX], pl[HS_PAYLOAD_LEN];
+	uint32_t tag = htonl(TAG_HS1);
+	size_t n;
+	char a[80];
+	int rc;
+
+	if (p->sess == SESS_HS_SENT)
+		fc_hs_wipe(&p->hs);
+	p->sess = SESS_NONE;
+	if (!rs) {
+		LOG_W("cm: no key configured for %s (--peer KEY@%s): not connecting",
+		      addr_str(&p->cm, a, sizeof(a)), addr_str(&p->cm, a, sizeof(a)));
+		return;
+	}
+	if ((rc = fc_hs_initiator(&p->hs, &cfg, rs)) || (rc = hs_payload(cm, p, pl)) ||
+	    (rc = fc_hs_write_msg1(&p->hs, realtime_ns(), &hello, pl, sizeof(pl), buf + 4,
+				   sizeof(buf) - 4, &n))) {
+		sodium_memzero(pl, sizeof(pl));
+		fc_hs_wipe(&p->hs);
+		LOG_W("cm: handshake with %s: %s", addr_str(&p->cm, a, sizeof(a)), fc_hs_strerror(rc));
+		return;
+	}
+	sodium_memzero(pl, sizeof(pl));
+	memcpy(buf, &tag, 4);
+	p->sess = SESS_HS_SENT;
+	p->hs_deadline_ns = fd_now_ns() + (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull;
+	cm->st.hs_started++;
+	if (!fault_drop(cm))
+		xmit_raw(cm, buf, 4 + n, &p->cm, p->cm_len);
+}
+
+/* Responder: a message 1. */
+static void on_hs1(struct fd_cm *cm, const uint8_t *msg, size_t len,
+		   const struct sockaddr_storage *from, socklen_t flen)
+{
+	struct fc_hs_config cfg = { .self = fd_sec_identity(cm->d->sec),
+				    .peers = fd_sec_allow(cm->d->sec) };
+	struct fc_hs_hello hello = { .version = FD_CM_VERSION,
+				     .features_supported = cm->d->cfg.features_supported,
+				     .features_required = cm->d->cfg.features_required };
+	static struct fc_hs_peer_msg in; /* 350 bytes: kept off the stack */
+	uint8_t buf[4 + FC_HS_MSG2_MAX], pl[HS_PAYLOAD_LEN];
+	uint32_t tag = htonl(TAG_HS2);
+	struct cm_peer *p;
+	struct fc_hs hs;
+	size_t n;
+	int rc;
+
+	if ((rc = fc_hs_responder(&hs, &cfg)) || (rc = fc_hs_read_msg1(&hs, realtime_ns(), msg, len, &in))) {
+		fc_hs_wipe(&hs);
+		hs_refused(cm, from, rc, "handshake");
+		return;
+	}
+	if (!(p = peer_of(cm, from, flen, 1))) {
+		fc_hs_wipe(&hs);
+		return;
+	}
+	/* crossed with ours: the smaller static key stays the initiator */
+	if (p->sess == SESS_HS_SENT &&
+	    memcmp(fd_sec_identity(cm->d->sec)->pub, in.peer_pub, FC_HS_KEY_LEN) < 0) {
+		fc_hs_wipe(&hs);
+		cm->st.rx_stale++;
+		return;
+	}
+	if ((rc = hs_take(cm, p, &in)) || (rc = hs_payload(cm, p, pl)) ||
+	    (rc = fc_hs_write_msg2(&hs, &hello, pl, sizeof(pl), buf + 4, sizeof(buf) - 4, &n))) {
+		sodium_memzero(pl, sizeof(pl));
+		fc_hs_wipe(&hs);
+		hs_refused(cm, from, rc, "handshake");
+		return;
+	}
+	sodium_memzero(pl, sizeof(pl));
+	sodium_memzero(in.payload, sizeof(in.payload));
+	if (p->sess == SESS_HS_SENT)
+		fc_hs_wipe(&p->hs); /* ours is abandoned */
+	memcpy(buf, &tag, 4);
+	if (!fault_drop(cm))
+		xmit_raw(cm, buf, 4 + n, from, flen);
+	sess_up(cm, p, &hs, in.peer_pub);
+}
+
+/* Initiator: the answer. */
+static void on_hs2(struct fd_cm *cm, const uint8_t *msg, size_t len,
+		   const struct sockaddr_storage *from, socklen_t flen)
+{
+	struct cm_peer *p = peer_of(cm, from, flen, 0);
+	static struct fc_hs_peer_msg in;
+	int rc;
+
+	if (!p || p->sess != SESS_HS_SENT) {
+		cm->st.rx_stale++;
+		return;
+	}
+	if ((rc = fc_hs_read_msg2(&p->hs, msg, len, &in))) {
+		hs_refused(cm, from, rc, "handshake answer");
+		return; /* a forgery changes nothing: ours goes on */
+	}
+	if ((rc = hs_take(cm, p, &in))) {
+		sodium_memzero(in.payload, sizeof(in.payload));
+		fc_hs_wipe(&p->hs);
+		p->sess = SESS_NONE;
+		hs_refused(cm, from, rc, "handshake answer");
+		return;
+	}
+	sodium_memzero(in.payload, sizeof(in.payload));
+	sess_up(cm, p, &p->hs, in.peer_pub);
+}
+
+/* KEYS: generation (8), SPI (4), key (32); KEYS_ACK: generation (8). */
+static void keys_send(struct fd_cm *cm, struct cm_peer *p)
+{
+	uint8_t body[44];
+	uint64_t gen = htobe64(cm->keys_gen);
+	uint32_t spi;
+
+	if (fc_encap_psp_rx_issue(fd_sec_psp(cm->d->sec), sess_of(cm, p), &spi, body + 12))
+		return;
+	spi = htonl(spi);
+	memcpy(body, &gen, 8);
+	memcpy(body + 8, &spi, 4);
+	cm->st.keys_sent++;
+	if (!fault_drop(cm))
+		sealed_send(cm, p, IN_KEYS, body, sizeof(body));
+	sodium_memzero(body, sizeof(body));
+}
+
+static void on_keys(struct fd_cm *cm, struct cm_peer *p, const uint8_t *b, size_t len)
+{
+	uint32_t spi;
+
+	if (len != 44)
+		return;
+	memcpy(&spi, b + 8, 4);
+	if (fc_encap_psp_tx_set(fd_sec_psp(cm->d->sec), p->node_peer, ntohl(spi), b + 12) == 0 &&
+	    !fault_drop(cm))
+		sealed_send(cm, p, IN_KEYS_ACK, b, 8);
+}
+
+static void on_keys_ack(struct fd_cm *cm, struct cm_peer *p, const uint8_t *b, size_t len)
+{
+	uint64_t gen;
+
+	if (len != 8)
+		return;
+	memcpy(&gen, b, 8);
+	gen = be64toh(gen);
+	if (gen > p->keys_gen_acked && gen <= cm->keys_gen) {
+		p->keys_gen_acked = gen;
+		cm->st.keys_acked++;
+	}
+}
+
+static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
+		   socklen_t len);
+
+/* A sealed datagram: from a session that is up, with a counter above the last. */
+static void on_sealed(struct fd_cm *cm, const uint8_t *buf, size_t n,
+		      const struct sockaddr_storage *from, socklen_t flen)
+{
+	struct cm_peer *p = peer_of(cm, from, flen, 0);
+	uint8_t pt[1 + INNER_MAX], nonce[12] = { 0 };
+	unsigned long long plen;
+	uint64_t ctr;
+
+	if (!p || p->sess != SESS_UP) {
+		cm->st.rx_no_session++;
+		return;
+	}
+	if (n < SEALED_HDR + 1 + 16 || n > SEALED_HDR + 1 + INNER_MAX + 16) {
+		cm->st.rx_unsealed_bad++;
+		return;
+	}
+	memcpy(&ctr, buf + 4, 8);
+	memcpy(nonce + 4, buf + 4, 8);
+	ctr = be64toh(ctr);
+	if (crypto_aead_chacha20poly1305_ietf_decrypt(pt, &plen, NULL, buf + SEALED_HDR,
+						      n - SEALED_HDR, buf, SEALED_HDR, nonce,
+						      p->rx_key)) {
+		cm->st.rx_unsealed_bad++;
+		return;
+	}
+	if (ctr <= p->rx_ctr) { /* authentic but seen: a replay */
+		cm->st.rx_replayed++;
+		return;
+	}
+	p->rx_ctr = ctr;
+	if (pt[0] == IN_WIRE && plen == 1 + sizeof(struct cm_wire)) {
+		struct cm_wire m;
+
+		memcpy(&m, pt + 1, sizeof(m));
+		on_msg(cm, &m, from, flen);
+	} else if (pt[0] == IN_KEYS) {
+		on_keys(cm, p, pt + 1, plen - 1);
+	} else if (pt[0] == IN_KEYS_ACK) {
+		on_keys_ack(cm, p, pt + 1, plen - 1);
+	} else {
+		cm->st.rx_bad++;
+	}
+	sodium_memzero(pt, sizeof(pt));
+}
+
+/* Send a CM message: plain in security none; sealed in psp, once the session is up
+ * (until then a handshake is started or retried and the message is dropped: the
+ * record's own retry sends it again). */
+static void cm_xmit(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *to,
+		    socklen_t tolen)
+{
+	struct cm_peer *p;
+
+	if (!is_psp(cm)) {
+		xmit_raw(cm, m, sizeof(*m), to, tolen);
+		return;
+	}
+	if (!(p = peer_of(cm, to, tolen, 1)))
+		return;
+	if (p->sess == SESS_UP) {
+		sealed_send(cm, p, IN_WIRE, m, sizeof(*m));
+		return;
+	}
+	if (p->sess == SESS_NONE || fd_now_ns() >= p->hs_deadline_ns)
+		hs_start(cm, p);
+}
+
+/* Key rotation (spec 9.2.2.3): a new generation, every session told its new SPI and key
+ * (KEYS, resent from the timer until acknowledged); the previous phase is erased once all
+ * sessions up have acknowledged and a drain time has passed. */
+#define ERASE_DRAIN_NS (200ull * 1000000ull)
+
+static void sec_arm(struct fd_cm *cm);
+
+int fd_cm_rotate_keys(struct fd_cm *cm)
+{
+	if (!is_psp(cm))
+		return -EOPNOTSUPP;
+	cm->keys_gen = fc_encap_psp_rx_rotate(fd_sec_psp(cm->d->sec), NULL);
+	cm->erase_at_ns = 0;
+	cm->st.rotations++;
+	for (uint32_t i = 0; i < cm->npeers; i++)
+		if (cm->peers[i].sess == SESS_UP)
+			keys_send(cm, &cm->peers[i]);
+	LOG_I("cm: PSP keys rotated: generation %llu", (unsigned long long)cm->keys_gen);
+	sec_arm(cm);
+	return 0;
+}
+
+static void sec_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct fd_cm *cm = w->data;
+	uint64_t now = fd_now_ns();
+	int pending = 0;
+
+	(void)loop;
+	(void)revents;
+	if (cm->d->cfg.key_rotate_s && now >= cm->rotate_at_ns) {
+		cm->rotate_at_ns = now + (uint64_t)cm->d->cfg.key_rotate_s * 1000000000ull;
+		fd_cm_rotate_keys(cm);
+	}
+	for (uint32_t i = 0; i < cm->npeers; i++) {
+		struct cm_peer *p = &cm->peers[i];
+
+		if (p->sess == SESS_UP && p->keys_gen_acked < cm->keys_gen) {
+			keys_send(cm, p);
+			pending = 1;
+		}
+	}
+	if (!pending && cm->keys_gen && !cm->erase_at_ns)
+		cm->erase_at_ns = now + ERASE_DRAIN_NS + (uint64_t)cm->d->cfg.replay_margin_us * 1000u;
+	if (cm->erase_at_ns && now >= cm->erase_at_ns) {
+		fc_encap_psp_rx_erase_prev(fd_sec_psp(cm->d->sec));
+		cm->erase_at_ns = 0;
+		cm->keys_gen = 0; /* nothing pending until the next rotation */
+		LOG_D("cm: the previous PSP key phase is erased");
+	}
+	sec_arm(cm);
+}
+
+static void sec_arm(struct fd_cm *cm)
+{
+	double step = (double)cm->d->cfg.cm_retry_ms / 1e3;
+
+	if (!is_psp(cm))
+		return;
+	if (!cm->d->cfg.key_rotate_s && !cm->keys_gen) {
+		ev_timer_stop(cm->d->loop, &cm->sec_w);
+		return;
+	}
+	if (!ev_is_active(&cm->sec_w)) {
+		ev_timer_set(&cm->sec_w, step, step);
+		ev_timer_start(cm->d->loop, &cm->sec_w);
+	}
+}
+
 static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct fd_cm *cm = w->data;
@@ -999,19 +1507,38 @@ static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage from;
 		socklen_t len = sizeof(from);
-		struct cm_wire m;
-		ssize_t n = recvfrom(cm->fd, &m, sizeof(m), MSG_TRUNC, (struct sockaddr *)&from, &len);
+		uint8_t buf[4 + FC_HS_MSG1_MAX + 1];
+		uint32_t tag;
+		ssize_t n = recvfrom(cm->fd, buf, sizeof(buf), MSG_TRUNC, (struct sockaddr *)&from,
+				     &len);
 
 		if (n < 0)
 			return;
 		cm->st.rx++;
 		if (fault_drop(cm))
 			continue;
-		if (n != sizeof(m)) {
+		if (n < 4 || (size_t)n > sizeof(buf) - 1) {
 			cm->st.rx_bad++;
 			continue;
 		}
-		on_msg(cm, &m, &from, len);
+		memcpy(&tag, buf, 4);
+		tag = ntohl(tag);
+		if (tag == CM_MAGIC && !is_psp(cm) && n == sizeof(struct cm_wire)) {
+			struct cm_wire m;
+
+			memcpy(&m, buf, sizeof(m));
+			on_msg(cm, &m, &from, len);
+		} else if (tag == CM_MAGIC && is_psp(cm)) {
+			cm->st.rx_plain_refused++; /* psp: only sealed CM messages count */
+		} else if (tag == TAG_HS1 && is_psp(cm)) {
+			on_hs1(cm, buf + 4, (size_t)n - 4, &from, len);
+		} else if (tag == TAG_HS2 && is_psp(cm)) {
+			on_hs2(cm, buf + 4, (size_t)n - 4, &from, len);
+		} else if (tag == TAG_SEALED && is_psp(cm)) {
+			on_sealed(cm, buf, (size_t)n, &from, len);
+		} else {
+			cm->st.rx_bad++;
+		}
 	}
 }
 
@@ -1116,6 +1643,9 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 	cm->boot_id = rand64() | 1; /* never 0: 0 means unknown */
 	ev_timer_init(&cm->closing_w, closing_cb, 0., 0.);
 	cm->closing_w.data = cm;
+	ev_timer_init(&cm->sec_w, sec_cb, 0., 0.);
+	cm->sec_w.data = cm;
+	cm->rotate_at_ns = fd_now_ns() + (uint64_t)d->cfg.key_rotate_s * 1000000000ull;
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, d->cfg.listen_addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
@@ -1140,6 +1670,7 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 	ev_io_init(&cm->w, cm_read_cb, cm->fd, EV_READ);
 	cm->w.data = cm;
 	ev_io_start(d->loop, &cm->w);
+	sec_arm(cm); /* the rotation schedule */
 	return cm;
 fail: {
 	int e = errno;
@@ -1165,6 +1696,13 @@ void fd_cm_free(struct fd_cm *cm)
 		rec_free(r);
 	}
 	ev_timer_stop(cm->d->loop, &cm->closing_w);
+	ev_timer_stop(cm->d->loop, &cm->sec_w);
+	for (uint32_t i = 0; i < cm->npeers; i++) {
+		if (cm->peers[i].sess == SESS_HS_SENT)
+			fc_hs_wipe(&cm->peers[i].hs);
+		sodium_memzero(cm->peers[i].tx_key, sizeof(cm->peers[i].tx_key));
+		sodium_memzero(cm->peers[i].rx_key, sizeof(cm->peers[i].rx_key));
+	}
 	for (uint32_t i = 0; i < cm->nclosing; i++) /* the node frees what is left */
 		LOG_D("cm: connection %p still held at shutdown", (void *)cm->closing[i]);
 	ev_io_stop(cm->d->loop, &cm->w);
@@ -1420,6 +1958,19 @@ size_t fd_cm_json_peers(const struct fd_cm *cm, char *buf, size_t cap)
 		fd_json_kv(&j, "conns", "%u", p->conns);
 		fd_json_kv(&j, "rejects", "%llu", (unsigned long long)p->rejects);
 		fd_json_kv(&j, "restarts", "%llu", (unsigned long long)p->restarts);
+		if (is_psp(cm)) {
+			char b64[FC_HS_B64_LEN];
+
+			fd_json_kstr(&j, "session", p->sess == SESS_UP ? "up" :
+				     p->sess == SESS_HS_SENT ? "handshake" : "none");
+			if (p->sess == SESS_UP) {
+				fc_hs_pub_to_base64(p->pub, b64);
+				fd_json_kstr(&j, "identity", b64);
+			}
+			fd_json_kv(&j, "handshakes", "%llu", (unsigned long long)p->handshakes);
+			fd_json_kv(&j, "keys_generation", "%llu",
+				   (unsigned long long)p->keys_gen_acked);
+		}
 		fd_json_kv(&j, "last_seen_s_ago", "%.1f",
 			   (double)(fd_now_ns() - p->last_seen_ns) / 1e9);
 		fd_json_close(&j, '}');
@@ -1492,6 +2043,22 @@ size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap)
 	fd_json_kv(&j, "closed", "%llu", (unsigned long long)cm->st.closed);
 	fd_json_kv(&j, "fault_drops", "%llu", (unsigned long long)cm->st.fault_drops);
 	fd_json_kv(&j, "close_deferred", "%llu", (unsigned long long)cm->st.close_deferred);
+	if (is_psp(cm)) {
+		fd_json_kv(&j, "hs_started", "%llu", (unsigned long long)cm->st.hs_started);
+		fd_json_kv(&j, "hs_done", "%llu", (unsigned long long)cm->st.hs_done);
+		fd_json_open(&j, "hs_refused", '{');
+		for (unsigned k = 0; k < 8; k++)
+			fd_json_kv(&j, hs_refusal_name[k], "%llu",
+				   (unsigned long long)cm->st.hs_refused[k]);
+		fd_json_close(&j, '}');
+		fd_json_kv(&j, "rx_plain_refused", "%llu", (unsigned long long)cm->st.rx_plain_refused);
+		fd_json_kv(&j, "rx_unsealed_bad", "%llu", (unsigned long long)cm->st.rx_unsealed_bad);
+		fd_json_kv(&j, "rx_replayed", "%llu", (unsigned long long)cm->st.rx_replayed);
+		fd_json_kv(&j, "rx_no_session", "%llu", (unsigned long long)cm->st.rx_no_session);
+		fd_json_kv(&j, "keys_sent", "%llu", (unsigned long long)cm->st.keys_sent);
+		fd_json_kv(&j, "keys_acked", "%llu", (unsigned long long)cm->st.keys_acked);
+		fd_json_kv(&j, "rotations", "%llu", (unsigned long long)cm->st.rotations);
+	}
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
 }

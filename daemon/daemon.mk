@@ -1,7 +1,7 @@
 # falcond, libfalcon-client, falconctl, the demo and the examples (included by Makefile).
 
 FALCOND_SRCS := daemon/main.c daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/log.c \
-	daemon/notify.c
+	daemon/notify.c daemon/sec.c daemon/hs.c
 FALCOND_OBJS := $(FALCOND_SRCS:%.c=$(BUILD)/%.o)
 FALCOND := $(BUILD)/daemon/falcond
 

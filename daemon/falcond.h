@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 
 #include "encap_null.h"
+#include "encap_psp.h"
+#include "hs.h"
 #include "fault.h"
 #include "io_udp.h"
 #include "node.h"
@@ -38,6 +40,16 @@
 #define FD_CC_TARGET_US_DEFAULT 300u
 #define FD_MIN_RTO_US_DEFAULT 2000u
 #define FD_RUE_QUEUE 4096u  /* records in each of the RUE thread's queues */
+
+#define FD_PEERS_MAX 64u   /* configured peer daemons (keys) */
+
+enum fd_security { FD_SEC_NONE = 0, FD_SEC_PSP };
+
+/* A peer daemon of the allow-list: its identity key and where its CM listens. */
+struct fd_peer_cfg {
+	uint8_t pub[32];
+	char addr[80];            /* "host:port" as the config gives it */
+};
 
 struct fd_cfg {
 	char api_path[108];       /* API socket */
@@ -60,11 +72,19 @@ struct fd_cfg {
 	int pull_defer_set;
 	uint32_t conn_data_credits; /* per-connection data packet credits (0: no limit) */
 	int log_level;
+	int security;             /* enum fd_security */
+	int security_set;         /* given explicitly (none must be) */
+	char key_path[256];       /* our identity (falconctl key generate) */
+	struct fd_peer_cfg peers[FD_PEERS_MAX];
+	uint32_t npeers;
+	uint32_t replay_margin_us; /* spec 9.2.2.2 */
+	uint32_t key_rotate_s;    /* PSP key rotation period (0: on falconctl key rotate only) */
 };
 
 struct fd_api;
 struct fd_cm;
 struct fd_admin;
+struct fd_sec;
 
 struct fd_daemon {
 	struct fd_cfg cfg;
@@ -73,6 +93,7 @@ struct fd_daemon {
 	struct fc_io_udp *io;
 	struct fc_fault *fault;       /* NULL unless fault knobs are set */
 	struct fc_encap_null encap;   /* security none (encap_null.h) */
+	struct fd_sec *sec;           /* security psp (sec.c); NULL in none */
 	ev_io io_w;
 	ev_io timer_w;                /* the node's one timer: a timerfd (loop.c) */
 	int timer_fd;
@@ -138,6 +159,9 @@ int64_t fd_cm_bind(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
  * id as fd_cm_connect; done reports it open (qpn 0). */
 int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, int timeout_ms,
 		 fd_cm_done_fn done, void *ctx);
+/* Security psp: rotate the PSP keys now (spec 9.2.2.3, without loss). 0 or -EOPNOTSUPP
+ * (security none). */
+int fd_cm_rotate_keys(struct fd_cm *cm);
 /* The open Falcon connection of an established id, else NULL. */
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id);
 /* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */
@@ -158,6 +182,26 @@ size_t fd_cm_json_peers(const struct fd_cm *cm, char *buf, size_t cap);
 size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap);
 size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap);
 uint32_t fd_cm_nconns(const struct fd_cm *cm);
+
+/* ---- sec.c: identity, allow-list, the PSP layer ---- */
+
+/* Load the identity key and peers, start the PSP layer (cipher: the best this CPU has).
+ * NULL with the reason logged. */
+struct fd_sec *fd_sec_new(struct fd_daemon *d);
+void fd_sec_free(struct fd_sec *s);
+/* The node's encapsulation and its context. */
+const struct fc_encap_ops *fd_sec_encap(struct fd_sec *s);
+void *fd_sec_encap_ctx(struct fd_sec *s);
+const struct fc_hs_key *fd_sec_identity(const struct fd_sec *s);
+struct fc_hs_peers *fd_sec_allow(struct fd_sec *s);
+struct fc_encap_psp *fd_sec_psp(struct fd_sec *s);
+uint8_t fd_sec_cipher(const struct fd_sec *s);
+/* The configured key of the peer whose CM is at sa, else NULL. */
+const uint8_t *fd_sec_key_of(const struct fd_sec *s, const struct sockaddr *sa, socklen_t len);
+/* Session sess (a CM peer slot) reaches node peer node_peer: its SPIs are that peer's
+ * tunnel for the SPI check (9.2.2.3). */
+void fd_sec_bind(struct fd_sec *s, uint32_t sess, uint32_t node_peer);
+size_t fd_sec_json(const struct fd_sec *s, char *buf, size_t cap);
 
 /* ---- api.c ---- */
 

@@ -227,6 +227,9 @@ void fd_cfg_default(struct fd_cfg *c)
 	c->log_level = FC_LOG_INFO;
 	c->cc_target_us = FD_CC_TARGET_US_DEFAULT;
 	c->min_rto_us = FD_MIN_RTO_US_DEFAULT;
+	c->security = FD_SEC_PSP;
+	snprintf(c->key_path, sizeof(c->key_path), "/etc/falcon/falcond.key");
+	c->replay_margin_us = 50000;
 	/* --rue auto: a thread of its own costs a wakeup per CC event burst, which pays only
 	 * where it does not take a core from the loop or the clients */
 	c->rue_inline = sysconf(_SC_NPROCESSORS_ONLN) < 4;
@@ -305,9 +308,16 @@ int falcond_start(struct fd_daemon *d)
 	}
 	nc.io = &fc_io_udp_ops;
 	nc.io_ctx = d->io;
-	d->encap.now_ns = fd_now_ns;
-	nc.encap = &fc_encap_null_ops; /* security none: PSP NULL, the IV carries t1 */
-	nc.encap_ctx = &d->encap;
+	if (d->cfg.security == FD_SEC_PSP) {
+		if (!(d->sec = fd_sec_new(d)))
+			return -EINVAL; /* the reason is logged */
+		nc.encap = fd_sec_encap(d->sec);
+		nc.encap_ctx = fd_sec_encap_ctx(d->sec);
+	} else {
+		d->encap.now_ns = fd_now_ns;
+		nc.encap = &fc_encap_null_ops; /* security none: PSP NULL, the IV carries t1 */
+		nc.encap_ctx = &d->encap;
+	}
 	if (d->cfg.fault_on) {
 		d->cfg.fault.seed = d->cfg.fault.seed ? d->cfg.fault.seed : 1;
 		d->fault = fc_fault_new(&d->cfg.fault, &fc_io_udp_ops, d->io);
@@ -385,6 +395,8 @@ void falcond_stop(struct fd_daemon *d)
 		fd_rue_thread_free(d->rue_th);
 		d->rue_th = NULL;
 	}
+	fd_sec_free(d->sec);
+	d->sec = NULL;
 	fc_fault_free(d->fault);
 	if (d->io)
 		fc_io_udp_close(d->io);

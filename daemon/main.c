@@ -24,7 +24,7 @@ enum opt_id {
 	O_LISTEN = 256, O_PORT, O_CM_PORT, O_RUNDIR, O_API, O_ADMIN, O_IO, O_LOG, O_FAULT_TX,
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
-	O_CONN_DATA_CREDITS, O_RUE,
+	O_CONN_DATA_CREDITS, O_RUE, O_SECURITY, O_KEY, O_PEER, O_REPLAY_MARGIN_US, O_KEY_ROTATE_S,
 };
 
 static const struct option opts[] = {
@@ -56,6 +56,11 @@ static const struct option opts[] = {
 	{ "pull-defer", required_argument, NULL, O_PULL_DEFER },
 	{ "conn-data-credits", required_argument, NULL, O_CONN_DATA_CREDITS },
 	{ "rue", required_argument, NULL, O_RUE },
+	{ "security", required_argument, NULL, O_SECURITY },
+	{ "key", required_argument, NULL, O_KEY },
+	{ "peer", required_argument, NULL, O_PEER },
+	{ "replay-margin-us", required_argument, NULL, O_REPLAY_MARGIN_US },
+	{ "key-rotate-s", required_argument, NULL, O_KEY_ROTATE_S },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -72,6 +77,17 @@ static void usage(FILE *f)
 		"  --api-socket PATH      client API socket\n"
 		"  --admin-socket PATH    falconctl socket\n"
 		"  --io udp|auto          I/O backend (auto = udp until the XDP backend lands)\n"
+		"  --security psp|none    psp (default): peers authenticated by their identity keys,\n"
+		"                         every packet encrypted (PSP); none: neither, for a\n"
+		"                         fabric you trust (must be given explicitly)\n"
+		"  --key FILE             our identity key (default /etc/falcon/falcond.key;\n"
+		"                         falconctl key generate makes one)\n"
+		"  --peer KEY@HOST:PORT   a peer daemon allowed: its public key (base64) and its\n"
+		"                         CM address; repeat for each\n"
+		"  --replay-margin-us N   accept a packet up to N us older than the newest of its\n"
+		"                         connection (spec 9.2.2.2; default 50000)\n"
+		"  --key-rotate-s N       rotate the PSP keys every N s (default 0: on\n"
+		"                         falconctl key rotate only)\n"
 		"  --log-level L          error, warn, info (default), debug\n"
 		"  --fault-tx SPEC        inject faults on transmit, e.g. drop=5%%,dup=1%%,reorder=2%%,corrupt=0.1%%\n"
 		"  --fault-rx SPEC        the same on receive\n"
@@ -114,9 +130,9 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 /* What falcond serves, for systemctl status. */
 static void notify_status(struct fd_daemon *d, const char *extra)
 {
-	fd_notify(&notify, "%sSTATUS=%u clients, %u connections, security none, io udp %s:%u",
-		  extra, fd_api_nclients(d->api), fd_cm_nconns(d->cm), d->cfg.listen_addr,
-		  d->cfg.data_port);
+	fd_notify(&notify, "%sSTATUS=%u clients, %u connections, security %s, io udp %s:%u",
+		  extra, fd_api_nclients(d->api), fd_cm_nconns(d->cm), d->sec ? "psp" : "none",
+		  d->cfg.listen_addr, d->cfg.data_port);
 }
 
 /* From the loop itself: a loop that hangs stops the watchdog pings (WatchdogSec=). */
@@ -158,6 +174,43 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 			c->cc_off = !strcmp(v, "off");
 		else
 			rc = -EINVAL;
+		break;
+	case O_SECURITY:
+		if (!strcmp(v, "psp") || !strcmp(v, "none"))
+			c->security = !strcmp(v, "psp") ? FD_SEC_PSP : FD_SEC_NONE;
+		else
+			rc = -EINVAL;
+		c->security_set = 1;
+		break;
+	case O_KEY:
+		if (strlen(v) >= sizeof(c->key_path))
+			rc = -EINVAL;
+		else
+			strcpy(c->key_path, v);
+		break;
+	case O_PEER: {
+		const char *at = strchr(v, '@');
+		char b64[FC_HS_B64_LEN];
+
+		if (!at || (size_t)(at - v) >= sizeof(b64) || strlen(at + 1) >= sizeof(c->peers[0].addr) ||
+		    c->npeers == FD_PEERS_MAX) {
+			rc = -EINVAL;
+			break;
+		}
+		memcpy(b64, v, (size_t)(at - v));
+		b64[at - v] = 0;
+		if (fc_hs_pub_from_base64(b64, c->peers[c->npeers].pub)) {
+			rc = -EINVAL;
+			break;
+		}
+		strcpy(c->peers[c->npeers++].addr, at + 1);
+		break;
+	}
+	case O_REPLAY_MARGIN_US:
+		rc = parse_u32(v, 1, 10000000, &c->replay_margin_us);
+		break;
+	case O_KEY_ROTATE_S:
+		rc = parse_u32(v, 0, 86400 * 365, &c->key_rotate_s);
 		break;
 	case O_RUE:
 		if (!strcmp(v, "auto"))
@@ -376,11 +429,14 @@ int main(int argc, char **argv)
 	}
 	if (!rc) {
 		LOG_I("falcond %s: data udp %s:%u, cm udp %s:%u, api %s, admin %s, cc %s%s, security "
-		      "none (PSP NULL header: packets are neither encrypted nor authenticated)",
+		      "%s",
 		      FALCOND_VERSION, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,
 		      d.cfg.cm_port, d.cfg.api_path, d.cfg.admin_path,
 		      d.cfg.cc_off ? "off" : "swift",
-		      d.cfg.cc_off ? "" : d.cfg.rue_inline ? " (inline)" : " (RUE thread)");
+		      d.cfg.cc_off ? "" : d.cfg.rue_inline ? " (inline)" : " (RUE thread)",
+		      d.cfg.security == FD_SEC_PSP ? "psp (authenticated peers, encrypted packets)" :
+		      "NONE: packets are neither encrypted nor authenticated, peers not "
+		      "authenticated (PSP NULL header): a trusted fabric only");
 		notify_status(&d, "READY=1\n");
 		if (notify.fd >= 0) {
 			/* status every 5 s; the watchdog at half its interval, if sooner */

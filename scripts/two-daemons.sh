@@ -4,7 +4,9 @@
 # temporary directory, wait until both answer, and stop them (and remove it) on exit.
 #
 #   FALCOND=path FALCONCTL=path . scripts/two-daemons.sh
-#   td_start [EXTRA_ARGS_A [EXTRA_ARGS_B]]   sets TD_DIR, TD_SOCK_A/B, TD_CM_B, TD_PID_A/B
+#   td_start [EXTRA_ARGS_A [EXTRA_ARGS_B]]   sets TD_DIR, TD_SOCK_A/B, TD_CM_B, TD_PID_A/B;
+#                                            security psp with fresh keys (td_keys) unless
+#                                            the extra args say --security none
 #   td_stop                                  (also on EXIT, if the caller set no trap)
 # TD_NS_A / TD_NS_B / TD_ADDR_A / TD_ADDR_B: run the daemons in those namespaces on
 # those addresses instead of both on 127.0.0.1.
@@ -60,14 +62,28 @@ td_wait() { # name
 	return 1
 }
 
+# identity keys for a and b (security psp, the default): each allows the other
+td_keys() {
+	local n
+	for n in a b; do
+		[ -s "$TD_DIR/$n.pub" ] && continue
+		"$FALCONCTL" key generate -o "$TD_DIR/$n.key" >"$TD_DIR/$n.pub" || return 1
+	done
+	TD_SEC_A="--key $TD_DIR/a.key --peer $(cat "$TD_DIR/b.pub")@$TD_ADDR_B:$((TD_BASE + 3))"
+	TD_SEC_B="--key $TD_DIR/b.key --peer $(cat "$TD_DIR/a.pub")@$TD_ADDR_A:$((TD_BASE + 1))"
+}
+
 td_start() {
 	TD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/falcon.XXXXXX")
 	td_ports
+	td_keys || return 1
 	# stop the daemons on exit, unless the caller has its own exit trap (which then
 	# calls td_stop itself, beside its other cleanup)
 	[ -n "$(trap -p EXIT)" ] || trap td_stop EXIT
-	td_one a "${TD_NS_A:-}" "$TD_ADDR_A" $TD_BASE $((TD_BASE + 1)) ${1:-}
-	td_one b "${TD_NS_B:-}" "$TD_ADDR_B" $((TD_BASE + 2)) $((TD_BASE + 3)) ${2:-}
+	# shellcheck disable=SC2086
+	td_one a "${TD_NS_A:-}" "$TD_ADDR_A" $TD_BASE $((TD_BASE + 1)) $TD_SEC_A ${1:-}
+	# shellcheck disable=SC2086
+	td_one b "${TD_NS_B:-}" "$TD_ADDR_B" $((TD_BASE + 2)) $((TD_BASE + 3)) $TD_SEC_B ${2:-}
 	td_wait a && td_wait b || return 1
 	TD_SOCK_A=$TD_DIR/a/falcond.sock
 	TD_SOCK_B=$TD_DIR/b/falcond.sock

@@ -43,7 +43,7 @@ mkdir -p "$TD_DIR/n"
 NPID=$!
 for _ in $(seq 100); do [ -S "$TD_DIR/notify.sock" ] && break; sleep 0.02; done
 td_ports
-NOTIFY_SOCKET=$TD_DIR/notify.sock WATCHDOG_USEC=200000 "$FALCOND" --listen 127.0.0.1 \
+NOTIFY_SOCKET=$TD_DIR/notify.sock WATCHDOG_USEC=200000 "$FALCOND" --security none --listen 127.0.0.1 \
 	--port $((TD_BASE + 10)) --cm-port $((TD_BASE + 11)) --runtime-dir "$TD_DIR/n" \
 	2>"$TD_DIR/n.log" &
 fpid=$!
@@ -68,9 +68,12 @@ tail -1 "$TD_DIR/notify.log" | grep -q '^STOPPING=1' && e2e_ok "STOPPING=1 at sh
 	e2e_fail "no STOPPING=1"
 # outside systemd nothing is sent and nothing breaks: the rest of the suite runs so
 
-# ---- SIGKILL mid-transfer, then a restart ----
-td_one a "" 127.0.0.1 $TD_BASE $((TD_BASE + 1))
-td_one b "" 127.0.0.1 $((TD_BASE + 2)) $((TD_BASE + 3))
+# ---- SIGKILL mid-transfer (security psp), then a restart ----
+td_keys
+# shellcheck disable=SC2086
+td_one a "" 127.0.0.1 $TD_BASE $((TD_BASE + 1)) $TD_SEC_A
+# shellcheck disable=SC2086
+td_one b "" 127.0.0.1 $((TD_BASE + 2)) $((TD_BASE + 3)) $TD_SEC_B
 if td_wait a && td_wait b; then
 	TD_SOCK_A=$TD_DIR/a/falcond.sock TD_SOCK_B=$TD_DIR/b/falcond.sock
 	TD_CM_B=127.0.0.1:$((TD_BASE + 3))
@@ -102,7 +105,8 @@ if td_wait a && td_wait b; then
 	[ "$stale" -eq 0 ] && e2e_ok "no shared memory left behind (memfds die with their holders)" ||
 		e2e_fail "$stale falcon files in /dev/shm"
 	# a restart in the same runtime directory takes over its stale socket and serves
-	td_one a "" 127.0.0.1 $TD_BASE $((TD_BASE + 1))
+	# shellcheck disable=SC2086
+	td_one a "" 127.0.0.1 $TD_BASE $((TD_BASE + 1)) $TD_SEC_A
 	if td_wait a; then
 		e2e_ok "falcond restarted over its stale socket"
 		e2e_check "a client after the restart: every operation verified" \

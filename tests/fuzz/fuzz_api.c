@@ -156,6 +156,7 @@ static void init(void)
 	d.cfg.cm_port = 0;
 	d.cfg.cm_retry_ms = 1;
 	d.cfg.cm_retries = 2;
+	d.cfg.security = FD_SEC_NONE; /* no identity key here */
 	fc_log_level = FC_LOG_ERR;
 	d.loop = ev_default_loop(EVFLAG_AUTO);
 	d.start_ns = fd_now_ns();
