@@ -236,7 +236,7 @@ unit_of = sed -e 's|@SBINDIR@|$(1)|' -e 's|@SYSCONFDIR@|$(2)|' systemd/falcond.s
 # two namespaces with drop 5 %, duplicate 1 %, reorder 2 % in the daemons (root)
 E2E_CHAOS_MIB ?= 1024
 e2e-chaos: all
-	@E2E_CHAOS_MIB=$(E2E_CHAOS_MIB) BUILD=$(BUILD) tests/e2e/test_netns.sh
+	@E2E_CHAOS_MIB=$(E2E_CHAOS_MIB) E2E_ROTATE_S=60 BUILD=$(BUILD) tests/e2e/test_netns.sh
 
 test-unit: all
 	@tests/run-tests.sh --suite unit $(UNIT_BINS)
