@@ -43,7 +43,7 @@ cleanup() {
 trap cleanup EXIT
 np_up || { echo "bench-netns: could not create the namespaces" >&2; exit 1; }
 TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
-td_start "--mtu 8192" "--mtu 8192" || exit 1
+td_start "--mtu 8192 --security none" "--mtu 8192 --security none" || exit 1
 in_a() { ip netns exec "$NP_NS_A" "$@"; }
 in_b() { ip netns exec "$NP_NS_B" "$@"; }
 
@@ -94,7 +94,8 @@ sp_pct() { grep -o "percentile $1 = *[0-9.]*" <<<"$2" | awk '{print $NF}'; }
 sp_rate() { grep -o "Message Rate is [0-9]*" <<<"$1" | awk '{print $NF}'; }
 
 echo "bench-netns: veth pair $NP_ADDR_A <-> $NP_ADDR_B (MTU 9000), $SECS s per figure, $(nproc) cores"
-echo "  (falcond: UDP I/O, security none; kernel: the same veth, default sysctls)"
+echo "  (falcond: UDP I/O, security none for the first table, psp for the second; kernel: the"
+echo "   same veth, default sysctls)"
 
 lat_poll=$(falcon 6001 -t write -m lat -s 8) || exit 1
 lat_ev=$(falcon 6002 -t write -m lat -s 8 -e) || exit 1
@@ -102,6 +103,13 @@ bw=$(falcon 6003 -t write -m bw -s 64K -d 64) || exit 1
 rate=$(falcon 6004 -t write -m bw -s 8 -d 64) || exit 1
 bw_ev=$(falcon 6005 -t write -m bw -s 64K -d 64 -e) || exit 1
 rate_ev=$(falcon 6006 -t write -m bw -s 8 -d 64 -e) || exit 1
+# the same pair under security psp (authenticated, every packet encrypted)
+td_stop
+td_start "--mtu 8192" "--mtu 8192" || exit 1
+psp_lat=$(falcon 6011 -t write -m lat -s 8) || exit 1
+psp_bw=$(falcon 6013 -t write -m bw -s 64K -d 64) || exit 1
+psp_rate=$(falcon 6014 -t write -m bw -s 8 -d 64) || exit 1
+psp_cipher=$("$FALCONCTL" -j -r "$TD_DIR/a" stats | grep -o '"cipher":"[a-z0-9-]*"' | cut -d'"' -f4)
 SPORT=$((TD_BASE + 100))
 sp_udp=$(sockperf_run $((SPORT + 1)) ping-pong)
 sp_tcp=$(sockperf_run $((SPORT + 2)) ping-pong --tcp)
@@ -147,6 +155,15 @@ awk -v f_p50="$f_p50" -v f_p99="$f_p99" -v fe_p50="$fe_p50" -v fe_p99="$fe_p99" 
 	printf "%-34s %12.3f %12s %12s %9.2f\n", "small messages, M/s (sleeping)", fe_mops, "", "", fe_mops * 1e6 / mps
 	printf "%-34s %12.2f %12s %12.2f %9.2f\n", "bandwidth, Gbit/s (busy-poll)", f_gbps, "", ip_gbps, f_gbps / ip_gbps
 	printf "%-34s %12.2f %12s %12s %9.2f\n", "bandwidth, Gbit/s (sleeping)", fe_gbps, "", "", fe_gbps / ip_gbps
+}'
+awk -v p50="$f_p50" -v p99="$f_p99" -v g="$f_gbps" -v m="$f_mops" \
+    -v sp50="$(jnum p50_us "$psp_lat")" -v sp99="$(jnum p99_us "$psp_lat")" \
+    -v sg="$(jnum gbit_s "$psp_bw")" -v sm="$(jnum mops "$psp_rate")" -v c="$psp_cipher" 'BEGIN {
+	printf "\n%-34s %12s %12s %9s\n", "falcon (busy-poll)", "none", "psp " c, "psp/none"
+	printf "%-34s %12.2f %12.2f %9.2f\n", "latency p50, us", p50, sp50, sp50 / p50
+	printf "%-34s %12.2f %12.2f %9.2f\n", "latency p99, us", p99, sp99, sp99 / p99
+	printf "%-34s %12.3f %12.3f %9.2f\n", "small messages, M/s", m, sm, sm / m
+	printf "%-34s %12.2f %12.2f %9.2f\n", "bandwidth, Gbit/s", g, sg, sg / g
 }'
 echo "latency: falcon 8 B WRITE ping-pong, half round trip; sockperf 16 B ping-pong, half round trip"
 echo "small messages: falcon 8 B WRITEs at depth 64 (completed); sockperf 16 B messages sent"

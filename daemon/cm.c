@@ -884,7 +884,7 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
  * instance, which may have given their CIDs to new connections; handshakes it was in the
  * middle of end. Records of a handshake with the new instance are not touched. */
 static void peer_restarted(struct fd_cm *cm, struct cm_peer *p, const struct sockaddr_storage *from,
-			   socklen_t len)
+			   socklen_t len, const char *why)
 {
 	struct cm_rec *r, *next;
 	uint32_t n = 0;
@@ -928,8 +928,7 @@ static void peer_restarted(struct fd_cm *cm, struct cm_peer *p, const struct soc
 			break;
 		}
 	}
-	LOG_W("cm: %s restarted: %u connections with its former instance ended",
-	      addr_str(from, a, sizeof(a)), n);
+	LOG_W("cm: %s %s: %u connections with it ended", addr_str(from, a, sizeof(a)), why, n);
 	fd_kick(cm->d);
 }
 
@@ -942,7 +941,7 @@ static int hello_ok(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 	char a[80];
 
 	if (p && boot && p->boot_id && boot != p->boot_id)
-		peer_restarted(cm, p, from, len);
+		peer_restarted(cm, p, from, len, "restarted (a new boot id)");
 	if (p && boot)
 		p->boot_id = boot;
 	if (p) {
@@ -1121,7 +1120,7 @@ static int hs_payload(struct fd_cm *cm, struct cm_peer *p, uint8_t out[HS_PAYLOA
 }
 
 static void peer_restarted(struct fd_cm *cm, struct cm_peer *p, const struct sockaddr_storage *from,
-			   socklen_t len);
+			   socklen_t len, const char *why);
 
 /* The peer's payload: its cipher must be ours; its data address becomes a node peer whose
  * transmit SA is the SPI and key it gave; this session is that node peer's tunnel. */
@@ -1154,7 +1153,7 @@ static int hs_take(struct fd_cm *cm, struct cm_peer *p, const struct fc_hs_peer_
 	fd_sec_bind(cm->d->sec, sess_of(cm, p), p->node_peer);
 	boot = be64toh(boot);
 	if (p->boot_id && boot && boot != p->boot_id)
-		peer_restarted(cm, p, &p->cm, p->cm_len);
+		peer_restarted(cm, p, &p->cm, p->cm_len, "restarted (a new boot id)");
 	p->boot_id = boot;
 	p->keys_gen_acked = fc_encap_psp_rx_gen(fd_sec_psp(cm->d->sec));
 	return 0;
@@ -1371,7 +1370,12 @@ static void on_sealed(struct fd_cm *cm, const uint8_t *buf, size_t n,
 	uint64_t ctr;
 
 	if (!p || p->sess != SESS_UP) {
+		/* sealed for a session we do not have (we restarted, or dropped it): a peer we
+		 * know gets a new handshake, which tells it so (a new boot id) */
 		cm->st.rx_no_session++;
+		if ((p || (fd_sec_key_of(cm->d->sec, (const struct sockaddr *)from, flen) &&
+			   (p = peer_of(cm, from, flen, 1)))) && p->sess == SESS_NONE)
+			hs_start(cm, p);
 		return;
 	}
 	if (n < SEALED_HDR + 1 + 16 || n > SEALED_HDR + 1 + INNER_MAX + 16) {
@@ -1427,6 +1431,26 @@ static void cm_xmit(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 	}
 	if (p->sess == SESS_NONE || fd_now_ns() >= p->hs_deadline_ns)
 		hs_start(cm, p);
+}
+
+unsigned fd_cm_forget_identity(struct fd_cm *cm, const uint8_t pub[32])
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < cm->npeers; i++) {
+		struct cm_peer *p = &cm->peers[i];
+
+		if (p->sess != SESS_UP || memcmp(p->pub, pub, FC_HS_KEY_LEN))
+			continue;
+		peer_restarted(cm, p, &p->cm, p->cm_len, "is no longer allowed");
+		p->sess = SESS_NONE;
+		sodium_memzero(p->tx_key, sizeof(p->tx_key));
+		sodium_memzero(p->rx_key, sizeof(p->rx_key));
+		fc_encap_psp_tx_clear(fd_sec_psp(cm->d->sec), p->node_peer);
+		fd_sec_bind(cm->d->sec, sess_of(cm, p), UINT32_MAX);
+		n++;
+	}
+	return n;
 }
 
 /* Key rotation (spec 9.2.2.3): a new generation, every session told its new SPI and key

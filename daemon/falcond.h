@@ -101,7 +101,7 @@ struct fd_daemon {
 	ev_prepare prep_w;            /* before sleeping: rings, doorbells, tx */
 	ev_check check_w;
 	ev_idle idle_w;               /* keeps the loop from sleeping while work is left */
-	ev_signal sig_w[2];
+	ev_signal sig_w[3];           /* SIGINT, SIGTERM: stop; SIGHUP: reload */
 	ev_timer fault_w;             /* releases frames the fault layer holds */
 	ev_timer notify_w;            /* systemd status and watchdog (notify.h) */
 	struct fd_rue_thread *rue_th; /* Swift/PLB in their thread (NULL: inline or off) */
@@ -162,6 +162,9 @@ int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, i
 /* Security psp: rotate the PSP keys now (spec 9.2.2.3, without loss). 0 or -EOPNOTSUPP
  * (security none). */
 int fd_cm_rotate_keys(struct fd_cm *cm);
+/* Security psp: the peer with identity pub is no longer allowed: its session ends and its
+ * connections fail (their QPs go to the error state). Returns the sessions ended. */
+unsigned fd_cm_forget_identity(struct fd_cm *cm, const uint8_t pub[32]);
 /* The open Falcon connection of an established id, else NULL. */
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id);
 /* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */
@@ -202,6 +205,9 @@ const uint8_t *fd_sec_key_of(const struct fd_sec *s, const struct sockaddr *sa, 
  * tunnel for the SPI check (9.2.2.3). */
 void fd_sec_bind(struct fd_sec *s, uint32_t sess, uint32_t node_peer);
 size_t fd_sec_json(const struct fd_sec *s, char *buf, size_t cap);
+/* SIGHUP: the identity key and peers of n (a whole new configuration) replace ours;
+ * kept peers keep their sessions, removed ones lose theirs (fd_cm_forget_identity). */
+void fd_sec_reload(struct fd_sec *s, const struct fd_cfg *n);
 
 /* ---- api.c ---- */
 

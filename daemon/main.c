@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "falcon/api.h"
 #include "falcon/falcon.h"
 #include "falcond.h"
@@ -118,6 +120,36 @@ static void usage(FILE *f)
 }
 
 static struct fd_notify notify;
+static int g_argc;
+static char **g_argv;
+
+static int parse_args(struct fd_cfg *c, int argc, char **argv);
+
+/* SIGHUP: the configuration again (file and command line); what can change while running
+ * changes: the log level, and in security psp the identity key and the peers (sec.c: a
+ * peer that stays keeps its session and connections, one removed loses them). */
+static void hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct fd_daemon *d = w->data;
+	struct fd_cfg *n = malloc(sizeof(*n));
+
+	(void)loop;
+	(void)revents;
+	if (!n)
+		return;
+	fd_cfg_default(n);
+	if (parse_args(n, g_argc, g_argv)) {
+		LOG_W("falcond: SIGHUP: the configuration does not parse: nothing changed");
+	} else {
+		d->cfg.log_level = fc_log_level = n->log_level;
+		if (d->sec)
+			fd_sec_reload(d->sec, n);
+		LOG_I("falcond: SIGHUP: configuration reloaded");
+		fd_notify(&notify, "STATUS=configuration reloaded");
+	}
+	sodium_memzero(n, sizeof(*n));
+	free(n);
+}
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
@@ -412,6 +444,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	fd_cfg_default(&d.cfg);
+	g_argc = argc;
+	g_argv = argv;
 	if (parse_args(&d.cfg, argc, argv))
 		return 2;
 	fc_log_level = d.cfg.log_level;
@@ -422,8 +456,12 @@ int main(int argc, char **argv)
 		LOG_W("falcond: NOTIFY_SOCKET=%s is not a socket address: not notifying",
 		      getenv("NOTIFY_SOCKET"));
 	rc = falcond_start(&d);
-	for (int i = 0; i < 2 && !rc; i++) {
-		ev_signal_init(&d.sig_w[i], signal_cb, i ? SIGTERM : SIGINT);
+	for (int i = 0; i < 3 && !rc; i++) {
+		if (i < 2)
+			ev_signal_init(&d.sig_w[i], signal_cb, i ? SIGTERM : SIGINT);
+		else
+			ev_signal_init(&d.sig_w[i], hup_cb, SIGHUP);
+		d.sig_w[i].data = &d;
 		ev_signal_start(d.loop, &d.sig_w[i]);
 		ev_unref(d.loop); /* the sockets keep the loop alive, not the signals */
 	}

@@ -219,3 +219,50 @@ size_t fd_sec_json(const struct fd_sec *s, char *buf, size_t cap)
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
 }
+
+void fd_sec_reload(struct fd_sec *s, const struct fd_cfg *n)
+{
+	struct fd_cfg *c = &s->d->cfg;
+	struct fc_hs_key id;
+	struct fc_peer_addr cm_of[FD_PEERS_MAX];
+	char err[200], b64[FC_HS_B64_LEN];
+
+	/* the identity: sessions up keep going; new handshakes prove the new key */
+	if (fc_hs_key_load(n->key_path, &id, err, sizeof(err))) {
+		LOG_W("falcond: reload: identity key %s: %s: keeping the current one", n->key_path,
+		      err);
+	} else if (memcmp(id.pub, s->id.pub, sizeof(id.pub))) {
+		memcpy(&s->id, &id, sizeof(id));
+		fc_hs_pub_to_base64(s->id.pub, b64);
+		LOG_I("falcond: reload: new identity %s", b64);
+	}
+	sodium_memzero(&id, sizeof(id));
+	for (uint32_t i = 0; i < n->npeers; i++)
+		if (parse_cm_addr(n->peers[i].addr, &cm_of[i])) {
+			LOG_W("falcond: reload: peer %s: not an address:port: peers unchanged",
+			      n->peers[i].addr);
+			return;
+		}
+	/* peers gone: refused from now on, their sessions end */
+	for (uint32_t i = 0; i < c->npeers; i++) {
+		int kept = 0;
+
+		for (uint32_t k = 0; k < n->npeers && !kept; k++)
+			kept = !memcmp(c->peers[i].pub, n->peers[k].pub, 32);
+		if (kept)
+			continue;
+		fc_hs_peers_remove(&s->allow, c->peers[i].pub);
+		fc_hs_pub_to_base64(c->peers[i].pub, b64);
+		LOG_I("falcond: reload: peer %s (%s) removed: %u sessions ended", b64,
+		      c->peers[i].addr, fd_cm_forget_identity(s->d->cm, c->peers[i].pub));
+	}
+	/* new ones allowed (kept ones keep their replay state) */
+	for (uint32_t k = 0; k < n->npeers; k++)
+		if (fc_hs_peers_add(&s->allow, n->peers[k].pub) == 0) {
+			fc_hs_pub_to_base64(n->peers[k].pub, b64);
+			LOG_I("falcond: reload: peer %s (%s) allowed", b64, n->peers[k].addr);
+		}
+	memcpy(c->peers, n->peers, sizeof(c->peers));
+	c->npeers = n->npeers;
+	memcpy(s->cm_of, cm_of, sizeof(cm_of[0]) * n->npeers);
+}

@@ -123,4 +123,58 @@ if td_wait a && td_wait b; then
 else
 	e2e_fail "daemons start"
 fi
+
+# ---- SIGHUP reloads the peers (security psp) ----
+# C is not among B's peers: refused. B's config file gains C, SIGHUP: C gets in, and A's
+# transfer with B (a kept peer) goes on unharmed through the reload.
+if [ -n "${TD_PID_A:-}" ] && [ -n "${TD_PID_B:-}" ]; then
+	"$FALCONCTL" key generate -o "$TD_DIR/c.key" >"$TD_DIR/c.pub"
+	mkdir -p "$TD_DIR/c"
+	CM_C=127.0.0.1:$((TD_BASE + 5))
+	"$FALCOND" --listen 127.0.0.1 --port $((TD_BASE + 4)) --cm-port $((TD_BASE + 5)) \
+		--runtime-dir "$TD_DIR/c" --key "$TD_DIR/c.key" \
+		--peer "$(cat "$TD_DIR/b.pub")@$TD_CM_B" --cm-retries 5 2>"$TD_DIR/c.log" &
+	cpid_c=$!
+	for _ in $(seq 100); do "$FALCONCTL" -r "$TD_DIR/c" status >/dev/null 2>&1 && break; sleep 0.05; done
+	E2E_SERVICE=5700 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 6 \
+		>"$TD_DIR/kept.log" 2>&1 &
+	kept=$!
+	if E2E_SERVICE=5710 timeout 30 "$BUILD/examples/demo" "$TD_DIR/c/falcond.sock" "$TD_SOCK_B" \
+		"$TD_CM_B" --quick >"$TD_DIR/c1.log" 2>&1; then
+		e2e_fail "a peer B does not allow got in"
+	else
+		grep -q "unknown key" "$TD_DIR/b.log" &&
+			"$FALCONCTL" -j -r "$TD_DIR/b" stats | grep -q '"unknown key":[1-9]' &&
+			e2e_ok "B refused C's handshake: unknown key (logged and counted)" ||
+			e2e_fail "B's refusal of C not logged or counted"
+	fi
+	# B's configuration file now names C; B started with command-line peers, which stay
+	echo "peer $(cat "$TD_DIR/c.pub")@$CM_C" >"$TD_DIR/b.conf"
+	kill -TERM "$TD_PID_B" 2>/dev/null
+	wait "$TD_PID_B" 2>/dev/null
+	# (B restarts with -c so that SIGHUP has a file to read)
+	: >"$TD_DIR/b.conf.empty"
+	# shellcheck disable=SC2086
+	td_one b "" 127.0.0.1 $((TD_BASE + 2)) $((TD_BASE + 3)) $TD_SEC_B -c "$TD_DIR/b.conf.empty"
+	td_wait b || e2e_fail "B restarted with a config file"
+	wait $kept 2>/dev/null # the transfer through the old B ended with it
+	E2E_SERVICE=5720 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 6 \
+		>"$TD_DIR/kept.log" 2>&1 &
+	kept=$!
+	for _ in $(seq 200); do grep -q "^connected" "$TD_DIR/kept.log" && break; sleep 0.05; done
+	cp "$TD_DIR/b.conf" "$TD_DIR/b.conf.empty"
+	kill -HUP "$TD_PID_B"
+	for _ in $(seq 100); do grep -q "configuration reloaded" "$TD_DIR/b.log" && break; sleep 0.05; done
+	grep "reload" "$TD_DIR/b.log" | tail -2
+	E2E_SERVICE=5730 e2e_check "after SIGHUP B allows C: every operation verified" \
+		timeout 30 "$BUILD/examples/demo" "$TD_DIR/c/falcond.sock" "$TD_SOCK_B" "$TD_CM_B" --quick
+	wait $kept
+	rc=$?
+	tail -1 "$TD_DIR/kept.log"
+	[ $rc -eq 0 ] && grep -q ", 0 failures" "$TD_DIR/kept.log" &&
+		e2e_ok "A's transfer with B (a kept peer) went on through the reload" ||
+		e2e_fail "A's transfer broke at the reload (rc $rc)"
+	kill -TERM $cpid_c
+	wait $cpid_c
+fi
 e2e_done
