@@ -277,6 +277,8 @@ static void usage(FILE *f)
 		"  peer list              peer daemons seen by the connection manager\n"
 		"  conn list              Falcon connections: state, CIDs, QPs, fcwnd, ncwnd, RTO, counters\n"
 		"  conn show ID           one connection\n"
+		"  conn trace ID [SECS]   record its CC events (time, RTT, delay, fcwnd, ncwnd, RTO,\n"
+		"                         retransmits) for SECS (5) into PREFIX.csv (-o PREFIX)\n"
 		"  qp list | mr list | client list\n"
 		"  stats                  counters: drops and errors per reason, per layer\n"
 		"  key generate [-o FILE] a new identity key in FILE (mode 0600; default\n"
@@ -289,6 +291,133 @@ static void usage(FILE *f)
 		"  -r, --runtime-dir DIR  the daemon's --runtime-dir\n");
 }
 
+/* Send one command line, read the whole answer (NUL-terminated, malloc'd into *ans).
+ * Returns 0, or 2 with the reason printed. */
+static int ask(const char *path, const char *cmd, char **ans)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	size_t len = 0;
+	int fd;
+
+	if (strlen(path) >= sizeof(un.sun_path))
+		return 2;
+	strcpy(un.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+		fprintf(stderr, "falconctl: cannot reach falcond at %s: %s (is falcond running?)\n",
+			path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 2;
+	}
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
+		fprintf(stderr, "falconctl: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return 2;
+	}
+	if (!(*ans = malloc(ANSWER_MAX + 1))) {
+		close(fd);
+		return 2;
+	}
+	for (;;) {
+		ssize_t n = read(fd, *ans + len, ANSWER_MAX - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	(*ans)[len] = 0;
+	if (!len) {
+		fprintf(stderr, "falconctl: falcond at %s closed without an answer\n", path);
+		free(*ans);
+		return 2;
+	}
+	return 0;
+}
+
+/* conn trace ID [SECONDS]: record the connection's CC events for SECONDS (default 5),
+ * then write PREFIX.csv (-o PREFIX; default trace-ID) and print a summary. */
+static int trace_cmd(const char *path, const char *id, const char *secs_s, const char *prefix)
+{
+	char cmd[96], def[64], file[300], *ans = NULL, *p;
+	long secs = secs_s ? strtol(secs_s, NULL, 10) : 5;
+	struct jv *v, *tr = NULL, *ev;
+	unsigned rows = 0;
+	FILE *f;
+	int rc;
+
+	if (secs < 1 || secs > 3600) {
+		fprintf(stderr, "falconctl: conn trace: SECONDS from 1 to 3600\n");
+		return 2;
+	}
+	if (!prefix) {
+		snprintf(def, sizeof(def), "trace-%s", id);
+		prefix = def;
+	}
+	snprintf(cmd, sizeof(cmd), "conn trace %s start\n", id);
+	if ((rc = ask(path, cmd, &ans)))
+		return rc;
+	if (strstr(ans, "{\"error\":") == ans) {
+		fprintf(stderr, "falconctl: %s", ans);
+		free(ans);
+		return 1;
+	}
+	free(ans);
+	fprintf(stderr, "falconctl: tracing connection %s for %ld s\n", id, secs);
+	sleep((unsigned)secs);
+	snprintf(cmd, sizeof(cmd), "conn trace %s stop\n", id);
+	if ((rc = ask(path, cmd, &ans)))
+		return rc;
+	p = ans;
+	if (!(v = jparse(&p, 0)) || strstr(ans, "{\"error\":") == ans) {
+		fprintf(stderr, "falconctl: %s\n", v ? ans : "could not read the daemon's answer");
+		free(ans);
+		return 1;
+	}
+	for (struct jv *k = v->kid; k; k = k->next)
+		if (k->key && !strcmp(k->key, "trace"))
+			tr = k;
+	snprintf(file, sizeof(file), "%s.csv", prefix);
+	if (!tr || !(f = fopen(file, "w"))) {
+		fprintf(stderr, "falconctl: %s: %s\n", file, tr ? strerror(errno) : "no trace");
+		jfree(v);
+		free(ans);
+		return 1;
+	}
+	fprintf(f, "t_s,event,rtt_us,delay_us,fcwnd,ncwnd,rto_us,retx,nack_code\n");
+	for (ev = tr->kid; ev; ev = ev->next, rows++) {
+		static const char *const type[] = { "ack", "nack", "retx", "?" };
+		int i = 0;
+
+		for (struct jv *x = ev->kid; x; x = x->next, i++) {
+			if (i == 1) {
+				unsigned t = (unsigned)strtoul(x->s ? x->s : "3", NULL, 10);
+
+				fprintf(f, ",%s", type[t < 3 ? t : 3]);
+			} else {
+				fprintf(f, "%s%s", i ? "," : "", x->s ? x->s : "");
+			}
+		}
+		fputc('\n', f);
+	}
+	fclose(f);
+	{
+		const char *dropped = "0";
+
+		for (struct jv *k = v->kid; k; k = k->next)
+			if (k->key && !strcmp(k->key, "dropped") && k->s)
+				dropped = k->s;
+		printf("%u events of connection %s in %s (%s more not recorded: the daemon keeps "
+		       "8192)\n", rows, id, file, dropped);
+	}
+	jfree(v);
+	free(ans);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -297,11 +426,9 @@ int main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sockaddr_un un = { .sun_family = AF_UNIX };
-	char path[sizeof(un.sun_path)], cmd[256] = "";
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)], cmd[256] = "";
 	const char *sock = getenv("FALCON_ADMIN_SOCKET"), *out_path = NULL;
-	int json = 0, o, fd;
-	size_t len = 0;
+	int json = 0, o;
 	char *ans, *p;
 	struct jv *v;
 
@@ -318,6 +445,9 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 < argc && !strcmp(argv[optind], "key") && strcmp(argv[optind + 1], "rotate"))
 		return key_cmd(argc - optind, argv + optind, out_path, json);
+	if (argc - optind >= 3 && !strcmp(argv[optind], "conn") && !strcmp(argv[optind + 1], "trace"))
+		return trace_cmd(path, argv[optind + 2], argc - optind >= 4 ? argv[optind + 3] : NULL,
+				 out_path);
 	if (optind >= argc || out_path) {
 		usage(stderr);
 		return 2;
@@ -335,35 +465,8 @@ int main(int argc, char **argv)
 		cmd[strlen(cmd) - 1] = 0;
 		strcat(cmd, " list\n");
 	}
-	strcpy(un.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
-		fprintf(stderr, "falconctl: cannot reach falcond at %s: %s (is falcond running?)\n",
-			path, strerror(errno));
-		return 2;
-	}
-	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
-		fprintf(stderr, "falconctl: %s: %s\n", path, strerror(errno));
-		return 2;
-	}
-	ans = malloc(ANSWER_MAX + 1);
-	if (!ans)
-		return 2;
-	for (;;) {
-		ssize_t n = read(fd, ans + len, ANSWER_MAX - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	ans[len] = 0;
-	if (!len) {
-		fprintf(stderr, "falconctl: falcond at %s closed without an answer\n", path);
-		return 2;
-	}
+	if ((o = ask(path, cmd, &ans)))
+		return o;
 	int refused = strstr(ans, "{\"error\":") == ans;
 
 	if (json) {

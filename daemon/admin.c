@@ -66,6 +66,95 @@ static void json_udp(struct fd_json *j, const struct fc_io_udp_stats *s)
 	fd_json_close(j, '}');
 }
 
+/* ---- falconctl conn trace: one connection's CC events ---- */
+
+#define TRACE_MAX 8192u
+
+struct trace_rec {
+	uint64_t t_ns;
+	uint32_t rtt_ns, delay_ns, rto_ns, ncwnd;
+	double fcwnd;
+	uint8_t type, retx, nack;
+};
+
+static struct {
+	int64_t id;                /* the CM's connection id (0: not tracing) */
+	uint64_t start_ns;
+	uint32_t n, dropped;
+	struct trace_rec rec[TRACE_MAX];
+} trace;
+
+static void trace_event(void *ctx, const struct fc_cc_event *ev, uint64_t now_ns)
+{
+	struct trace_rec *r;
+	uint32_t rtt = (ev->t4_ts - ev->t1_ts) & FC_TS24_MASK;
+	uint32_t hold = (ev->t3_ts - ev->t2_ts) & FC_TS24_MASK;
+
+	(void)ctx;
+	if (trace.n == TRACE_MAX) {
+		trace.dropped++;
+		return;
+	}
+	r = &trace.rec[trace.n++];
+	r->t_ns = now_ns - trace.start_ns;
+	r->type = ev->type;
+	r->rtt_ns = ev->type == 0 || ev->type == 1 ? (uint32_t)fc_ts_to_ns(rtt) : 0;
+	r->delay_ns = ev->type == 0 || ev->type == 1 ? (uint32_t)fc_ts_to_ns(rtt > hold ? rtt - hold : 0) : 0;
+	r->fcwnd = (double)ev->fcwnd_fp / 1024.0;
+	r->ncwnd = ev->ncwnd;
+	r->rto_ns = (uint32_t)fc_ts_to_ns(ev->retransmit_timeout_ts);
+	r->retx = ev->retx_count;
+	r->nack = ev->nack_code;
+}
+
+/* conn trace ID start | conn trace ID stop: start recording (one connection at a time);
+ * stop returns what was recorded, as JSON records (falconctl writes CSV and a plot). */
+static size_t trace_cmd(struct fd_admin *ad, const char *cmd, long long id, int n)
+{
+	struct fd_daemon *d = ad->d;
+	struct fc_txn *t = n >= 3 ? fd_cm_conn(d->cm, id) : NULL;
+	struct fd_json j;
+	char verb[16] = "";
+
+	fd_json_init(&j, ad->out, ADMIN_OUT_MAX);
+	sscanf(cmd, "%*s %*s %*d %15s", verb);
+	fd_json_open(&j, NULL, '{');
+	if (!strcmp(verb, "start")) {
+		if (!t) {
+			fd_json_kstr(&j, "error", "no such established connection (conn list)");
+		} else {
+			trace.id = id;
+			trace.n = trace.dropped = 0;
+			trace.start_ns = fd_now_ns();
+			fc_node_trace(d->node, fc_txn_local_cid(t), trace_event, NULL);
+			fd_json_kv(&j, "tracing", "%lld", id);
+		}
+	} else if (!strcmp(verb, "stop")) {
+		if (trace.id != id || !trace.id) {
+			fd_json_kstr(&j, "error", "that connection is not being traced");
+		} else {
+			fc_node_trace(d->node, 0, NULL, NULL);
+			trace.id = 0;
+			fd_json_kv(&j, "events", "%u", trace.n);
+			fd_json_kv(&j, "dropped", "%u", trace.dropped);
+			fd_json_open(&j, "trace", '[');
+			for (uint32_t i = 0; i < trace.n; i++) {
+				const struct trace_rec *r = &trace.rec[i];
+
+				fd_json_raw(&j, "%s[%.6f,%u,%.3f,%.3f,%.3f,%u,%.1f,%u,%u]", i ? "," : "",
+					    (double)r->t_ns / 1e9, r->type, r->rtt_ns / 1e3,
+					    r->delay_ns / 1e3, r->fcwnd, r->ncwnd, r->rto_ns / 1e3, r->retx,
+					    r->nack);
+			}
+			fd_json_close(&j, ']');
+		}
+	} else {
+		fd_json_kstr(&j, "error", "usage: conn trace ID start|stop");
+	}
+	fd_json_close(&j, '}');
+	return fd_json_done(&j);
+}
+
 static void json_rdma(struct fd_json *j, const struct fc_rdma_counters *c)
 {
 	fd_json_open(j, "rdma", '{');
@@ -155,6 +244,8 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		} else {
 			fd_json_raw(&j, "%.*s", (int)(e - p + 1), p);
 		}
+	} else if (n >= 2 && !strcmp(a, "conn") && !strcmp(b, "trace")) {
+		return trace_cmd(ad, cmd, id, n);
 	} else if (n >= 2 && !strcmp(a, "qp") && !strcmp(b, "list")) {
 		return fd_api_json_qps(d->api, ad->out, ADMIN_OUT_MAX);
 	} else if (n >= 2 && !strcmp(a, "mr") && !strcmp(b, "list")) {

@@ -37,6 +37,9 @@ struct fc_node {
 	uint32_t npeers;
 	struct fc_rue *rue;       /* NULL: no congestion control */
 	uint64_t now_ns;          /* the time of the call being served (for the RUE) */
+	uint32_t trace_cid;       /* fc_node_trace */
+	fc_node_trace_fn trace_cb;
+	void *trace_ctx;
 	struct fc_node_counters cnt;
 };
 
@@ -223,6 +226,8 @@ static int cc_event(void *ctx, const struct fc_cc_event *ev, unsigned pred)
 	struct conn_slot *s = slot_of_cid(n, ev->cid);
 	struct fc_cc_result res;
 
+	if (n->trace_cb && ev->cid == n->trace_cid)
+		n->trace_cb(n->trace_ctx, ev, n->now_ns);
 	if (n->cfg.cc_offer) { /* the caller's RUE (a thread): the result comes later */
 		if (n->cfg.cc_offer(n->cfg.cc_ctx, ev, pred)) {
 			n->cnt.cc_errors++;
@@ -239,6 +244,13 @@ static int cc_event(void *ctx, const struct fc_cc_event *ev, unsigned pred)
 	fc_pdl_cc_apply(fc_txn_pdl(s->t), &res);
 	n->cnt.cc_events++;
 	return 0;
+}
+
+void fc_node_trace(struct fc_node *n, uint32_t cid, fc_node_trace_fn cb, void *ctx)
+{
+	n->trace_cid = cb ? cid : 0;
+	n->trace_cb = cid ? cb : NULL;
+	n->trace_ctx = ctx;
 }
 
 int fc_node_cc_apply(struct fc_node *n, const struct fc_cc_result *res)

@@ -175,6 +175,11 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 int fc_node_conn_close(struct fc_node *n, struct fc_txn *t);
 /* The peer of a connection, or UINT32_MAX. */
 uint32_t fc_node_conn_peer(const struct fc_node *n, const struct fc_txn *t);
+/* Trace the CC events of connection cid (falconctl conn trace): cb sees each as the node
+ * takes it, with the node's time, before the RUE answers. cid 0 or cb NULL stops. */
+typedef void (*fc_node_trace_fn)(void *ctx, const struct fc_cc_event *ev, uint64_t now_ns);
+void fc_node_trace(struct fc_node *n, uint32_t cid, fc_node_trace_fn cb, void *ctx);
+
 /* A CC result for connection res->cid (from the caller's RUE, cfg.cc_offer): applied to
  * its PDL. Returns 0, or -ENOENT when the connection has closed since (dropped). */
 int fc_node_cc_apply(struct fc_node *n, const struct fc_cc_result *res);

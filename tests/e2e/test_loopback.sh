@@ -155,6 +155,19 @@ echo "daemon A: fds $base_fds -> $fds, RSS $base_rss kB -> $rss kB, clients now 
 [ "$clients" = "[]" ] && e2e_ok "no client left in the daemon" || e2e_fail "clients left: $clients"
 grep -q "released" "$TD_DIR/a.log" && e2e_ok "the daemon logged the release" || e2e_fail "no release logged"
 
+# falconctl conn trace: a connection's CC events while a transfer runs, as CSV
+E2E_SERVICE=5030 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 3 >"$TD_DIR/traced.log" 2>&1 &
+tpid=$!
+for _ in $(seq 200); do grep -q "^connected" "$TD_DIR/traced.log" && break; sleep 0.05; done
+tid=$("$FALCONCTL" -j -r "$TD_DIR/a" conn list | grep -o '"id":[0-9]*,"role":"initiator","kind":"service","state":"established"' | head -1 | cut -d: -f2 | cut -d, -f1)
+"$FALCONCTL" -r "$TD_DIR/a" -o "$TD_DIR/trace" conn trace "${tid:-0}" 1
+wait $tpid
+rows=$(tail -n +2 "$TD_DIR/trace.csv" 2>/dev/null | wc -l)
+bad=$(tail -n +2 "$TD_DIR/trace.csv" 2>/dev/null | awk -F, 'NF != 9 || $5 <= 0 || $1 < 0' | wc -l)
+head -3 "$TD_DIR/trace.csv" 2>/dev/null
+[ "$rows" -gt 50 ] && [ "$bad" = 0 ] && head -1 "$TD_DIR/trace.csv" | grep -q '^t_s,event,rtt_us,delay_us,fcwnd,ncwnd,rto_us,retx,nack_code$' &&
+	e2e_ok "conn trace: $rows CC events of a live connection as CSV" || e2e_fail "conn trace ($rows rows, $bad malformed)"
+
 # hostile clients on the API socket
 e2e_check "api abuse: handles of other clients, malformed messages" "$E2E_BIN/api_abuse" "$TD_SOCK_A"
 kill -0 "$TD_PID_A" && e2e_ok "daemon A alive after the abuse" || e2e_fail "daemon A died"
