@@ -18,12 +18,12 @@ _falconctl() {
 	0) COMPREPLY=($(compgen -W "status peer conn qp mr client stats key -j --json -s --socket -r --runtime-dir" -- "$cur")) ;;
 	1) case ${words[0]} in
 	   peer|qp|mr|client) COMPREPLY=($(compgen -W "list" -- "$cur")) ;;
-	   conn) COMPREPLY=($(compgen -W "list show" -- "$cur")) ;;
-	   key) COMPREPLY=($(compgen -W "generate show" -- "$cur")) ;;
+	   conn) COMPREPLY=($(compgen -W "list show trace" -- "$cur")) ;;
+	   key) COMPREPLY=($(compgen -W "generate show rotate" -- "$cur")) ;;
 	   esac ;;
 	2) if [ "${words[0]} ${words[1]}" = "key show" ]; then
 		COMPREPLY=($(compgen -f -- "$cur"))
-	   elif [ "${words[0]} ${words[1]}" = "conn show" ]; then
+	   elif [ "${words[0]}" = conn ] && [ "${words[1]}" != list ]; then
 		local ids
 		ids=$(falconctl -j conn list 2>/dev/null | grep -o '"id":[0-9]*' | cut -d: -f2)
 		COMPREPLY=($(compgen -W "$ids" -- "$cur"))
