@@ -111,12 +111,16 @@ TEST_LIBS := -lcmocka -lsodium -lpthread
 
 $(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(UNIT_EXTRA) \
+	$(CC) $(ALL_CFLAGS) -Itests $(UNIT_CFLAGS) $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(UNIT_EXTRA) \
 		$(ALL_LDFLAGS) $(TEST_LIBS)
 
 # unit tests of daemon modules outside the node library link their objects
 $(BUILD)/tests/unit/test_hs: $(BUILD)/daemon/hs.o
 $(BUILD)/tests/unit/test_hs: UNIT_EXTRA := $(BUILD)/daemon/hs.o
+# and so do those of falconctl's modules (cli/)
+$(BUILD)/tests/unit/test_plot: $(BUILD)/cli/plot.o
+$(BUILD)/tests/unit/test_plot: UNIT_EXTRA := $(BUILD)/cli/plot.o
+$(BUILD)/tests/unit/test_plot: UNIT_CFLAGS := -Icli
 
 $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
 	@mkdir -p $(@D)
