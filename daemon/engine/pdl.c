@@ -609,7 +609,11 @@ static int send_pkt(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 		p->cnt.resyncs_tx++;
 	k->last_tx_ns = now;
 	k->last_tx_order = ++p->tx_order;
-	set_deadline(p, w, k, now + p->rto_ns);
+	/* each timeout doubles the wait for the next (as TCP's RFC 6298 5.5): a peer that is
+	 * only slow (a software endpoint descheduled for tens of ms) is not given up after
+	 * max_retx RTOs of a few ms */
+	set_deadline(p, w, k, now + (p->rto_ns << (k->retx_count < FC_RTO_BACKOFF_MAX ?
+						   k->retx_count : FC_RTO_BACKOFF_MAX)));
 	p->next_tx_ns = now + p->ipg_ns;
 	p->cnt.tx_pkts++;
 	p->cnt.tx_bytes += (uint64_t)n;

@@ -35,6 +35,8 @@ enum fc_win_id { FC_WIN_REQ = 0, FC_WIN_DATA = 1 };
 #define FC_CC_P1 0x1u /* 10.6.1 predicate 1: time since the last event */
 #define FC_CC_P2 0x2u /* 10.6.1 predicate 2: packets acknowledged since the last event */
 
+#define FC_RTO_BACKOFF_MAX 6u /* the longest wait is 64 RTOs */
+
 struct fc_pdl_cfg {
 	uint32_t local_cid;          /* CID peers put in packets to us */
 	uint32_t remote_cid;         /* CID we put in packets to the peer */
@@ -49,7 +51,8 @@ struct fc_pdl_cfg {
 	uint32_t ar_fcwnd_threshold; /* AR on every packet while fcwnd <= this (9.1.3.1), packets */
 	uint32_t ar_percent;         /* else on this percentage of packets */
 	uint32_t ooo_threshold;      /* early retransmission distance (9.1.4) */
-	uint32_t max_retx;           /* max retransmit attempts (9.1.1, section 11) */
+	uint32_t max_retx;           /* max retransmit attempts (9.1.1, section 11); the
+				      * n-th waits RTO << min(n, FC_RTO_BACKOFF_MAX) */
 	uint64_t rto_ns;             /* retransmit timeout until the RUE sets one */
 	uint32_t fcwnd_fp;           /* fabric window, FC_CWND_ONE = 1 packet */
 	uint32_t ncwnd;              /* NIC window, packets */
