@@ -26,6 +26,7 @@
 #include <sodium.h>
 
 #include "hs.h"
+#include "plot.h"
 
 #define ANSWER_MAX (2u << 20)
 #define DEPTH_MAX 8
@@ -388,11 +389,21 @@ static int trace_cmd(const char *path, const char *id, const char *secs_s, const
 		return 1;
 	}
 	fprintf(f, "t_s,event,rtt_us,delay_us,fcwnd,ncwnd,rto_us,retx,nack_code\n");
-	for (ev = tr->kid; ev; ev = ev->next, rows++) {
+	for (ev = tr->kid; ev; ev = ev->next)
+		rows++;
+	double *col = rows ? calloc((size_t)rows * 6, sizeof(double)) : NULL;
+	unsigned r = 0;
+
+	for (ev = tr->kid; ev; ev = ev->next, r++) {
 		static const char *const type[] = { "ack", "nack", "retx", "?" };
 		int i = 0;
 
 		for (struct jv *x = ev->kid; x; x = x->next, i++) {
+			/* t, rtt, delay, fcwnd, ncwnd, rto for the plot */
+			static const int slot[] = { 0, -1, 1, 2, 3, 4, 5, -1, -1 };
+
+			if (col && i < 9 && slot[i] >= 0)
+				col[(size_t)slot[i] * rows + r] = strtod(x->s ? x->s : "0", NULL);
 			if (i == 1) {
 				unsigned t = (unsigned)strtoul(x->s ? x->s : "3", NULL, 10);
 
@@ -404,6 +415,27 @@ static int trace_cmd(const char *path, const char *id, const char *secs_s, const
 		fputc('\n', f);
 	}
 	fclose(f);
+	if (col) { /* the plot: times on the left axis, windows on the right */
+		static const char *const name[] = { "RTT us", "fabric delay us", "fcwnd", "ncwnd",
+						    "RTO us" };
+		static const uint32_t rgb[] = { 0x1f77b4, 0xff7f0e, 0x2ca02c, 0x9467bd, 0xd62728 };
+		struct fc_plot_series ps[5];
+		char png[300], title[96];
+
+		for (int k = 0; k < 5; k++)
+			ps[k] = (struct fc_plot_series){ .name = name[k], .x = col,
+							 .y = col + (size_t)(k + 1) * rows,
+							 .n = rows, .rgb = rgb[k],
+							 .right_axis = k == 2 || k == 3 };
+		snprintf(png, sizeof(png), "%s.png", prefix);
+		snprintf(title, sizeof(title), "connection %s: congestion control", id);
+		rc = fc_plot_png(png, title, "time (s)", "microseconds", "packets", ps, 5, 1000, 600);
+		if (rc)
+			fprintf(stderr, "falconctl: %s: %s\n", png, strerror(-rc));
+		else
+			printf("plot in %s\n", png);
+		free(col);
+	}
 	{
 		const char *dropped = "0";
 

@@ -28,9 +28,9 @@ $(BUILD)/lib/falcon-client.pc: lib/falcon-client.pc.in
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(CLIENT_VERSION)|' $< > $@
 
 FALCONCTL := $(BUILD)/cli/falconctl
-$(FALCONCTL): cli/falconctl.c $(BUILD)/daemon/hs.o
+$(FALCONCTL): cli/falconctl.c $(BUILD)/daemon/hs.o $(BUILD)/cli/plot.o
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $< $(BUILD)/daemon/hs.o -o $@ $(ALL_LDFLAGS) -lsodium
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/daemon/hs.o $(BUILD)/cli/plot.o -o $@ $(ALL_LDFLAGS) -lsodium
 
 # programs over the client library find it beside them in the build tree
 CLIENT_LINK := -L$(BUILD)/lib -lfalcon-client -Wl,-rpath,'$$ORIGIN/../lib' -lpthread

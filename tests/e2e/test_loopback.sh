@@ -167,6 +167,10 @@ bad=$(tail -n +2 "$TD_DIR/trace.csv" 2>/dev/null | awk -F, 'NF != 9 || $5 <= 0 |
 head -3 "$TD_DIR/trace.csv" 2>/dev/null
 [ "$rows" -gt 50 ] && [ "$bad" = 0 ] && head -1 "$TD_DIR/trace.csv" | grep -q '^t_s,event,rtt_us,delay_us,fcwnd,ncwnd,rto_us,retx,nack_code$' &&
 	e2e_ok "conn trace: $rows CC events of a live connection as CSV" || e2e_fail "conn trace ($rows rows, $bad malformed)"
+# and drawn: a PNG (checked structure: tests/unit/test_plot.c) of 1000 x 600
+[ "$(head -c 8 "$TD_DIR/trace.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
+	[ "$(od -An -tu1 -j16 -N8 "$TD_DIR/trace.png" | tr -s ' ')" = " 0 0 3 232 0 0 2 88" ] &&
+	e2e_ok "conn trace: the plot is a 1000 x 600 PNG" || e2e_fail "conn trace: no plot"
 
 # hostile clients on the API socket
 e2e_check "api abuse: handles of other clients, malformed messages" "$E2E_BIN/api_abuse" "$TD_SOCK_A"
