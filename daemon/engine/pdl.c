@@ -539,13 +539,22 @@ static void ack_sent(struct fc_pdl *p)
 static int build_data(struct fc_pdl *p, struct fc_txpkt *k, uint32_t psn, int ar, void *buf,
 		      size_t cap)
 {
-	struct fc_falcon_pkt f = {
-		.type = k->type, .cid = p->cfg.remote_cid, .dest_fn = p->cfg.dest_fn,
-		.proto = (uint8_t)p->cfg.proto, .ar = ar,
-		.rdbpsn = fc_load_acq32(&p->rx->data.base), .rrbpsn = fc_load_acq32(&p->rx->req.base),
-		.psn = psn, .rsn = k->rsn,
-	};
+	struct fc_falcon_pkt f; /* the members a base-header type's encode reads, no more */
 
+	f.type = k->type;
+	f.cid = p->cfg.remote_cid;
+	f.dest_fn = p->cfg.dest_fn;
+	f.proto = (uint8_t)p->cfg.proto;
+	f.ar = ar;
+	f.rdbpsn = fc_load_acq32(&p->rx->data.base);
+	f.rrbpsn = fc_load_acq32(&p->rx->req.base);
+	f.psn = psn;
+	f.rsn = k->rsn;
+	f.req_len = 0;
+	f.resync_code = f.resync_pkt_type = 0;
+	f.vendor = 0;
+	f.payload = NULL;
+	f.payload_len = 0;
 	if (k->type == FC_PKT_RESYNC) {
 		f.resync_code = k->resync_code;
 		f.resync_pkt_type = k->orig_type;

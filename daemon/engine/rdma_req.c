@@ -14,17 +14,13 @@
 
 enum { ISSUED = 0, BLOCKED = 1 };
 
-/* The plan of w (seg.h), from the one-entry cache. Returns the segment count or the
- * negative error of fc_seg_plan_checked (rdma_check_wr checked the WR when it was
- * posted, and the SQ holds our own copy of it); *next gets the RMSN after the op. */
-static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32_t *next)
+/* plan_of on a cache miss: plan w into the cache. */
+static int plan_make(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32_t *next)
 {
 	struct fc_seg_req r;
 	uint32_t slot = (uint32_t)(q - d->qp), nx = 0;
 	int n;
 
-	if (d->plan_qp == slot && d->plan_seq == w->seq)
-		return (int)d->plan_n;
 	rdma_seg_req_of(d, q, &w->wr, w->rmsn, &r);
 	n = fc_seg_plan_checked(&r, d->plan, d->plan_cap, &nx);
 	if (n < 0)
@@ -35,6 +31,17 @@ static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32
 	if (next)
 		*next = nx;
 	return n;
+}
+
+/* The plan of w (seg.h), from the one-entry cache. Returns the segment count or the
+ * negative error of fc_seg_plan_checked (rdma_check_wr checked the WR when it was
+ * posted, and the SQ holds our own copy of it); on a miss *next gets the RMSN after the
+ * op (a hit leaves it: only wr_start asks, and it plans first). */
+static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32_t *next)
+{
+	if (d->plan_qp == (uint32_t)(q - d->qp) && d->plan_seq == w->seq)
+		return (int)d->plan_n;
+	return plan_make(d, q, w, next);
 }
 
 /* Assign w its RMSN (8.3.2: two counters, send/write-imm and read/atomic) and count its
@@ -169,12 +176,15 @@ static int consumes_wqe(uint8_t op)
  * CE (8.2) so the responder completes its WQE in error; any other failed segment is not
  * sent. Returns the length of what is in d->pkt, 0 (not sent), or -errno. */
 static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k,
-		     struct fc_rdma_hdrs *h, uint32_t *len, uint32_t *glen)
+		     struct fc_rdma_hdrs *scratch, struct fc_rdma_hdrs **hp, uint32_t *len,
+		     uint32_t *glen)
 {
 	const struct fc_seg *s = NULL;
+	struct fc_rdma_hdrs *h = scratch;
 	uint32_t hl;
 	int err = 0, n;
 
+	*hp = h;
 	if (rdma_is_atomic_op(w->wr.opcode)) {
 		atomic_hdrs(q, w, h);
 		*len = 8;
@@ -182,7 +192,9 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 		if (plan_of(d, q, w, NULL) <= (int)k)
 			return -EINVAL;
 		s = &d->plan[k];
-		*h = s->hdr;
+		/* the plan's header itself, not a copy: the plan is the layer's scratch, and the
+		 * fields set below (DQP, SN, DETH) are set again on every build from it */
+		h = *hp = &d->plan[k].hdr;
 		*len = s->len;
 	}
 	h->dqp = w->dqp;
@@ -203,6 +215,8 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 		rdma_wr_fail(q, w, k, ef.req_status, 0);
 		if (k + 1 < w->nseg || !consumes_wqe(w->wr.opcode))
 			return 0;
+		*scratch = *h; /* the plan keeps its header as planned */
+		h = *hp = scratch;
 		h->ce = true;
 		*len = 0;
 		h->reth.len = 0;
@@ -232,7 +246,7 @@ static uint32_t resp_len_of(const struct swqe *w, uint32_t len)
 /* Hand segment k of w to txn. Returns ISSUED or BLOCKED (no record, -EAGAIN). */
 static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k)
 {
-	struct fc_rdma_hdrs h;
+	struct fc_rdma_hdrs scratch, *h;
 	struct conn *c = w->c;
 	uint32_t ri, len = 0, glen = 0;
 	struct txrec *r;
@@ -241,7 +255,7 @@ static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 	ri = rec_alloc(d, q);
 	if (ri == NONE)
 		return BLOCKED;
-	n = build_seg(d, q, w, k, &h, &len, &glen);
+	n = build_seg(d, q, w, k, &scratch, &h, &len, &glen);
 	r = &q->rec[ri];
 	r->c = c;
 	conn_ref(c);
@@ -249,14 +263,14 @@ static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 	r->seg = k;
 	r->sn = c->tx_sn;
 	r->len = len;
-	r->op = h.opcode & 0x1F;
-	r->sink_va = h.steth.va;
-	r->sink_lkey = h.steth.lkey;
+	r->op = h->opcode & 0x1F;
+	r->sink_va = h->steth.va;
+	r->sink_lkey = h->steth.lkey;
 	if (!rdma_is_atomic_op(w->wr.opcode) && k < w->nseg && glen) {
 		r->g_sge = d->plan[k].sge;
 		r->g_off = d->plan[k].sge_offset;
 	}
-	pull = r->pull = fc_rdma_opcode_falcon_type(h.opcode) == FC_PKT_PULL_REQ;
+	pull = r->pull = fc_rdma_opcode_falcon_type(h->opcode) == FC_PKT_PULL_REQ;
 	w->issued++;
 	w->outstanding++;
 	q->outstanding++;

@@ -8,6 +8,7 @@
  * the FC_GET/FC_PUT masks of wire.h.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "wire_falcon.h"
@@ -31,6 +32,17 @@ _Static_assert(sizeof(union fc_falcon_hdr) == FC_FALCON_HDR_MAX, "largest header
 /* ------------------------------------------------------------------------ */
 
 /* spec 7.2: words 1-5 of the base header (word 0 is common to every type). */
+/* decode clears from req_len on: the members decode_base writes come before it */
+_Static_assert(offsetof(struct fc_falcon_pkt, dest_fn) < offsetof(struct fc_falcon_pkt, req_len) &&
+	       offsetof(struct fc_falcon_pkt, proto) < offsetof(struct fc_falcon_pkt, req_len) &&
+	       offsetof(struct fc_falcon_pkt, ar) < offsetof(struct fc_falcon_pkt, req_len) &&
+	       offsetof(struct fc_falcon_pkt, rdbpsn) < offsetof(struct fc_falcon_pkt, req_len) &&
+	       offsetof(struct fc_falcon_pkt, rrbpsn) < offsetof(struct fc_falcon_pkt, req_len) &&
+	       offsetof(struct fc_falcon_pkt, psn) < offsetof(struct fc_falcon_pkt, req_len) &&
+	       offsetof(struct fc_falcon_pkt, rsn) < offsetof(struct fc_falcon_pkt, req_len) &&
+	       offsetof(struct fc_falcon_pkt, payload) > offsetof(struct fc_falcon_pkt, ulp_nack_code),
+	       "fc_falcon_pkt: base header members, then the rest, then the payload");
+
 static void decode_base(const struct fc_base_hdr *h, struct fc_falcon_pkt *out)
 {
 	uint32_t w1 = fc_ntoh32(h->w1);
@@ -157,7 +169,6 @@ int fc_falcon_decode(const void *buf, size_t len, struct fc_falcon_pkt *out)
 	size_t hdr_len;
 	int err;
 
-	memset(out, 0, sizeof(*out));
 	if (len < 2 * sizeof(__be32))
 		return -FC_WIRE_ETRUNC;
 	memcpy(&h, buf, 2 * sizeof(__be32));
@@ -172,6 +183,13 @@ int fc_falcon_decode(const void *buf, size_t len, struct fc_falcon_pkt *out)
 		return -FC_WIRE_ETRUNC;
 	memcpy(&h, buf, hdr_len);
 
+	/* members the type does not carry are 0: decode_fields writes the base header of a
+	 * type that has one, so only what follows it is cleared (the payload is set below) */
+	if (fc_falcon_type_has_base(type))
+		memset(&out->req_len, 0, offsetof(struct fc_falcon_pkt, payload) -
+						 offsetof(struct fc_falcon_pkt, req_len));
+	else
+		memset(out, 0, sizeof(*out));
 	out->type = (enum fc_pkt_type)type;
 	out->cid = FC_GET(w0, FC_W0_CID);
 	out->payload = (const __u8 *)buf + hdr_len;

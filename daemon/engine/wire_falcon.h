@@ -146,7 +146,8 @@ int fc_falcon_decode(const void *buf, size_t len, struct fc_falcon_pkt *out);
  * The payload may overlap buf (memmove semantics); when it already sits at
  * buf + header length nothing is copied. Version is always FALCON_VERSION; reserved bits
  * are zero; for Push Data the request length written is p->payload_len (p->req_len is
- * ignored). Checks, in this order:
+ * ignored). Reads type, cid, payload, payload_len and the members of the header p->type
+ * carries, nothing else: a caller need not set the others. Checks, in this order:
  *   p->type reserved                                           -FC_WIRE_ETYPE
  *   a value wider than its field, a reserved protocol type, Resync or NACK code, a
  *   payload on Resync/BACK/EACK/NACK, Push Data payload > 65535, payload NULL with

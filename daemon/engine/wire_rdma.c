@@ -169,6 +169,21 @@ const char *fc_rdma_opcode_name(uint8_t opcode)
 /* Decode                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* decode clears the ETH fields only: the RBTH ones and eths come before them, the payload
+ * after them */
+_Static_assert(offsetof(struct fc_rdma_hdrs, sn) < offsetof(struct fc_rdma_hdrs, xrc_srq) &&
+	       offsetof(struct fc_rdma_hdrs, dqp) < offsetof(struct fc_rdma_hdrs, xrc_srq) &&
+	       offsetof(struct fc_rdma_hdrs, pad) < offsetof(struct fc_rdma_hdrs, xrc_srq) &&
+	       offsetof(struct fc_rdma_hdrs, eths) < offsetof(struct fc_rdma_hdrs, xrc_srq) &&
+	       offsetof(struct fc_rdma_hdrs, atomic) > offsetof(struct fc_rdma_hdrs, xrc_srq) &&
+	       offsetof(struct fc_rdma_hdrs, atomic) > offsetof(struct fc_rdma_hdrs, reth) &&
+	       offsetof(struct fc_rdma_hdrs, atomic) > offsetof(struct fc_rdma_hdrs, deth) &&
+	       offsetof(struct fc_rdma_hdrs, atomic_orig) == offsetof(struct fc_rdma_hdrs, atomic) +
+								 sizeof(((struct fc_rdma_hdrs *)0)->atomic) &&
+	       offsetof(struct fc_rdma_hdrs, payload) > offsetof(struct fc_rdma_hdrs, inv_rkey),
+	       "fc_rdma_hdrs: RBTH fields and eths, the ETH fields (XRCETH, RETH, DETH, the "
+	       "atomic ones, then the rest), then the payload");
+
 /* spec 8.2; reserved bits are ignored. */
 static void decode_rbth(const uint8_t *p, struct fc_rdma_hdrs *h)
 {
@@ -290,8 +305,15 @@ int fc_rdma_decode(const void *buf, size_t len, int falcon_type, struct fc_rdma_
 	err = check_lengths(p, len, eths, (size_t)hdr_len);
 	if (err)
 		return err;
-	/* valid: only now is *out written, in place */
-	memset(out, 0, sizeof(*out));
+	/* valid: only now is *out written, in place. The ETH fields are cleared (those of
+	 * ETHs the opcode lacks stay 0) but for the atomic ones of an atomic request, which
+	 * decode_atomic writes all; the RBTH fields, eths and the payload are written. */
+	memset(&out->xrc_srq, 0, offsetof(struct fc_rdma_hdrs, atomic) -
+					 offsetof(struct fc_rdma_hdrs, xrc_srq));
+	if (!(eths & (FC_ETH_ATOMIC | FC_ETH_MASKED_ATOMIC)))
+		memset(&out->atomic, 0, sizeof(out->atomic));
+	memset(&out->atomic_orig, 0, offsetof(struct fc_rdma_hdrs, payload) -
+					     offsetof(struct fc_rdma_hdrs, atomic_orig));
 	decode_rbth(p, out);
 	out->eths = eths;
 	off = sizeof(struct fc_rbth);
