@@ -19,8 +19,8 @@
  *   pkt_tool forge-icv FILE INDEX DST PORT N      the datagram with a random ICV, N times
  *   pkt_tool forge-spi FILE INDEX DST PORT N      the datagram under N SPIs never issued
  *   pkt_tool truncate FILE INDEX DST PORT         the datagram cut at every length 0 .. len-1
- *   pkt_tool random DST PORT N SEED [FILE INDEX [PID]]
- *       N random datagrams; with a captured one as template, a quarter each are random
+ *   pkt_tool random DST PORT N SEED [FILE|- INDEX [PID]]
+ *       N random datagrams; with a captured one as template (not "-"), a quarter each are random
  *       bytes, a valid PSP first word with random rest, the real header (SPI too) with a
  *       random rest, and the template cut short. With PID: paced so that the receive
  *       queue of PORT in that process's network namespace stays below RCVQ_PACE_BYTES
@@ -578,7 +578,7 @@ static int cmd_random(int argc, char **argv)
 	struct iovec iov[BATCH];
 
 	rng ^= strtoull(argv[5], NULL, 0) * 0x9E3779B97F4A7C15ull + 1;
-	if (argc > 7) {
+	if (argc > 7 && strcmp(argv[6], "-")) {
 		pcap_read(argv[6]);
 		tmpl = pick(argv[7]);
 	}
@@ -687,7 +687,7 @@ int main(int argc, char **argv)
 		"       pkt_tool resend FILE INDEX|big [DELAY_MS [COUNT]]\n"
 		"       pkt_tool forge-icv|forge-spi FILE INDEX|big DST PORT N\n"
 		"       pkt_tool truncate FILE INDEX|big DST PORT\n"
-		"       pkt_tool random DST PORT N SEED [FILE INDEX|big [PID]]\n"
+		"       pkt_tool random DST PORT N SEED [FILE|- INDEX|big [PID]]\n"
 		"       pkt_tool drops PID PORT\n"
 		"       pkt_tool send DST PORT TEXT LEN COUNT\n");
 	return 2;
