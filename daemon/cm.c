@@ -2039,6 +2039,7 @@ size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap)
 			fd_json_kv(&j, "retx_timeout", "%llu", (unsigned long long)pc->retx_timeout);
 			fd_json_kv(&j, "retx_early", "%llu", (unsigned long long)pc->retx_early);
 			fd_json_kv(&j, "rx_dup", "%llu", (unsigned long long)pc->rx_dup);
+			fd_json_kv(&j, "rx_old", "%llu", (unsigned long long)pc->rx_old);
 			fd_json_kv(&j, "acks_tx", "%llu", (unsigned long long)pc->backs_tx + pc->eacks_tx);
 			fd_json_kv(&j, "nacks_tx", "%llu", (unsigned long long)pc->nacks_tx);
 			fd_json_kv(&j, "dead", "%d", fc_txn_is_dead(r->t));

@@ -21,6 +21,16 @@
  *   e2e_client pullrnr SOCK_A SOCK_B CM_B N   N READs at once (against a B that can hold
  *                                             one answer: 6.6.4 pull RNR), every one
  *                                             completed once, in order, data checked
+ *   e2e_client canary SOCK_A SOCK_B CM_B STOP [SEC]
+ *                                             CANARY_WRITES WRITEs of a fixed text
+ *                                             (CANARY_TEXT, for a capture to look for),
+ *                                             each into a slot of B's guard buffer of its
+ *                                             own, checked there and wiped; then steady
+ *                                             verified WRITE + READ until the file STOP
+ *                                             exists (at most SEC s, default 120); then
+ *                                             the guard buffer must still be all zero:
+ *                                             a replayed canary WRITE taken would show
+ * E2E_CONNECT_MS bounds the connect (default WAIT_MS).
  *
  * Exit status 0 only when every check passed. Every wait is bounded (WAIT_MS).
  */
@@ -41,6 +51,8 @@
 
 static int failures;
 static unsigned service = 5000;
+static int connect_ms = WAIT_MS;
+static const char *stop_file; /* transfer() ends when it exists */
 
 #define CHECK(cond, ...) do { \
 	if (!(cond)) { \
@@ -145,7 +157,7 @@ static void connect_pair(struct side *a, struct side *b, const char *cm_b)
 	if (!(b->l = falcon_listen(b->ctx, (uint16_t)service, 4)))
 		die("listen");
 	pthread_create(&th, NULL, acceptor, b);
-	a->qp = falcon_connect(a->pd, cm_b, (uint16_t)service, &at, WAIT_MS);
+	a->qp = falcon_connect(a->pd, cm_b, (uint16_t)service, &at, connect_ms);
 	if (!a->qp)
 		die("connect");
 	pthread_join(th, NULL);
@@ -517,7 +529,7 @@ static void transfer(struct side *a, struct side *b, uint64_t bytes_goal, double
 			moved += 2ull * len[i];
 			ops += 2;
 		}
-		if (failures)
+		if (failures || (stop_file && access(stop_file, F_OK) == 0))
 			break;
 	}
 	double s = (double)(now_ns() - t0) / 1e9;
@@ -657,6 +669,61 @@ static void pull_rnr(struct side *a, struct side *b, unsigned n)
 	printf("flow 6.6.4: %u READs completed once each, in order, data checked\n", got);
 }
 
+/* ---- canary: a known plaintext on the wire, and a guard no replay may touch ---- */
+
+#define CANARY_TEXT "FALCON-CANARY:plaintext-pattern/" /* 32 bytes */
+#define CANARY_WRITES 100u
+#define CANARY_SLOT 4096u
+#define CANARY_PACE_US 2000
+
+static void canary(struct side *a, struct side *b, const char *stop, double max_s)
+{
+	size_t guard_len = (size_t)CANARY_WRITES * CANARY_SLOT;
+	uint8_t *guard = falcon_alloc_buf(b->ctx, guard_len), *zero = calloc(1, CANARY_SLOT);
+	struct falcon_mr *gmr;
+	unsigned ok = 0;
+
+	if (!guard || !zero ||
+	    !(gmr = falcon_reg_mr(b->pd, guard, guard_len, FALCON_ACCESS_LOCAL_WRITE |
+							      FALCON_ACCESS_REMOTE_WRITE)))
+		die("canary guard buffer");
+	memset(guard, 0, guard_len);
+	for (size_t i = 0; i < CANARY_SLOT; i += sizeof(CANARY_TEXT) - 1)
+		memcpy(a->buf + i, CANARY_TEXT, sizeof(CANARY_TEXT) - 1);
+	for (unsigned i = 0; i < CANARY_WRITES && !failures; i++) {
+		uint8_t *slot = guard + (size_t)i * CANARY_SLOT;
+		struct falcon_sge sge = { (uint64_t)(uintptr_t)a->buf, CANARY_SLOT, a->mr->lkey };
+		struct falcon_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+					     .opcode = FALCON_WR_RDMA_WRITE,
+					     .remote_addr = (uint64_t)(uintptr_t)slot,
+					     .rkey = gmr->rkey };
+
+		memset(a->seen, 0, sizeof(a->seen));
+		post(a, &wr);
+		reap(a, 1, "canary WRITE");
+		CHECK(!memcmp(slot, a->buf, CANARY_SLOT), "canary WRITE %u did not land", i);
+		ok += !memcmp(slot, a->buf, CANARY_SLOT);
+		memset(slot, 0, CANARY_SLOT); /* each slot is written once: wiped, it stays 0 */
+		usleep(CANARY_PACE_US);
+	}
+	printf("canary: %u WRITEs of %u B of \"%s\" landed, each checked and wiped\n", ok,
+	       CANARY_SLOT, CANARY_TEXT);
+	fflush(stdout);
+	stop_file = stop;
+	transfer(a, b, 0, max_s);
+	/* a replayed canary WRITE that had been taken would have written its slot again */
+	unsigned dirty = 0;
+
+	for (unsigned i = 0; i < CANARY_WRITES; i++)
+		dirty += !!memcmp(guard + (size_t)i * CANARY_SLOT, zero, CANARY_SLOT);
+	CHECK(!dirty, "guard: %u slots written again after they were wiped", dirty);
+	printf("guard: %u of %u slots still zero (fnv %016" PRIx64 "), %d failures\n",
+	       CANARY_WRITES - dirty, CANARY_WRITES, fnv(guard, guard_len), failures);
+	falcon_dereg_mr(gmr);
+	falcon_free_buf(b->ctx, guard);
+	free(zero);
+}
+
 int main(int argc, char **argv)
 {
 	struct side a = { 0 }, b = { 0 };
@@ -670,6 +737,8 @@ int main(int argc, char **argv)
 	rng ^= (uint64_t)getpid() << 20;
 	if (getenv("E2E_SERVICE"))
 		service = (unsigned)atoi(getenv("E2E_SERVICE"));
+	if (getenv("E2E_CONNECT_MS"))
+		connect_ms = atoi(getenv("E2E_CONNECT_MS"));
 	side_open(&a, argv[2]);
 	side_open(&b, argv[3]);
 	connect_pair(&a, &b, argv[4]);
@@ -711,6 +780,8 @@ int main(int argc, char **argv)
 		flows(&a, &b, argv[4]);
 	} else if (!strcmp(mode, "pullrnr")) {
 		pull_rnr(&a, &b, argc > 5 ? (unsigned)atoi(argv[5]) : 256);
+	} else if (!strcmp(mode, "canary") && argc > 5) {
+		canary(&a, &b, argv[5], argc > 6 ? atof(argv[6]) : 120);
 	} else if (!strcmp(mode, "victim")) {
 		printf("victim: transferring until killed\n");
 		fflush(stdout);
