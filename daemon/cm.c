@@ -116,8 +116,9 @@ struct cm_wire {
 	uint32_t dest_qpn;     /* REQ of a bind: the receiver's QP */
 	uint32_t pad2;
 	uint64_t boot_id;      /* random per start of the sender: a new one means it restarted */
+	uint64_t clock_ns;     /* the sender's clock, on which its PSP IVs count (9.2.2.2) */
 };
-_Static_assert(sizeof(struct cm_wire) == 72, "cm message");
+_Static_assert(sizeof(struct cm_wire) == 80, "cm message");
 
 enum cm_role { ROLE_INI = 1, ROLE_TGT };
 
@@ -154,6 +155,7 @@ struct cm_peer {
 	uint64_t hs_deadline_ns;
 	uint32_t hs_tries;
 	uint64_t keys_gen_acked; /* the PSP key generation it acknowledged */
+	int64_t clock_offset;    /* its clock (the IVs) less ours, from the handshake */
 	uint64_t handshakes;
 	uint32_t version, features_supported, features_required;
 	uint64_t last_seen_ns;
@@ -223,6 +225,8 @@ struct fd_cm {
 	uint64_t rng;             /* the CM fault knob's */
 	uint64_t boot_id;         /* ours */
 };
+
+static int is_psp(const struct fd_cm *cm) { return cm->d->sec != NULL; }
 
 static uint64_t rand64(void)
 {
@@ -310,6 +314,7 @@ static void send_msg(struct fd_cm *cm, const struct cm_rec *r, const struct sock
 		.txid = htobe64(txid),
 		.data_port = htons(cm->d->cfg.data_port),
 		.boot_id = htobe64(cm->boot_id),
+		.clock_ns = htobe64(fd_now_ns()),
 	};
 
 	if (r) {
@@ -483,7 +488,16 @@ static int open_conn(struct cm_rec *r)
 	if (c.pdl.rto_ns < (uint64_t)r->cm->d->cfg.min_rto_us * 1000u)
 		c.pdl.rto_ns = (uint64_t)r->cm->d->cfg.min_rto_us * 1000u;
 	r->t = fc_node_conn_open(r->cm->d->node, r->lcid, &c);
-	return r->t ? 0 : -errno;
+	if (!r->t)
+		return -errno;
+	if (is_psp(r->cm)) { /* 9.2.2.2: replay checks start at the sender's clock, now */
+		struct cm_peer *p = peer_of(r->cm, &r->cm_addr, r->cm_len, 0);
+
+		if (p && p->sess == SESS_UP)
+			fc_node_conn_remote_time(r->cm->d->node, r->t,
+						 fd_now_ns() + (uint64_t)p->clock_offset);
+	}
+	return 0;
 }
 
 /* May a QP of type mine be connected to one of type theirs? RC to RC, an XRC initiator
@@ -870,6 +884,7 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 
 	rep.type = CM_DREP;
 	rep.boot_id = htobe64(cm->boot_id);
+	rep.clock_ns = htobe64(fd_now_ns());
 	rep.features_supported = htonl(cm->d->cfg.features_supported);
 	rep.features_required = htonl(cm->d->cfg.features_required);
 	if (!fault_drop(cm))
@@ -944,6 +959,8 @@ static int hello_ok(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 		peer_restarted(cm, p, from, len, "restarted (a new boot id)");
 	if (p && boot)
 		p->boot_id = boot;
+	if (p && is_psp(cm)) /* authenticated (sealed): its clock now, for replay checks */
+		p->clock_offset = (int64_t)(be64toh(m->clock_ns) - fd_now_ns());
 	if (p) {
 		p->version = m->version;
 		p->features_supported = sup;
@@ -1034,8 +1051,10 @@ static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 
 enum inner_kind { IN_WIRE = 1, IN_KEYS, IN_KEYS_ACK };
 
-/* What each side's handshake payload carries (inside the Noise AEAD). */
-#define HS_PAYLOAD_LEN 48u
+/* What each side's handshake payload carries (inside the Noise AEAD): cipher (1), pad
+ * (1), data port (2), receive SPI (4) and key (32), boot id (8), the sender's clock (8:
+ * the IVs it sends count on it). */
+#define HS_PAYLOAD_LEN 56u
 
 static const char *const hs_refusal_name[8] = {
 	"unknown key", "bad MAC", "replayed", "stale", "malformed", "unsupported version",
@@ -1056,7 +1075,6 @@ static unsigned hs_refusal(int rc)
 	}
 }
 
-static int is_psp(const struct fd_cm *cm) { return cm->d->sec != NULL; }
 
 static uint64_t realtime_ns(void)
 {
@@ -1105,7 +1123,7 @@ static int hs_payload(struct fd_cm *cm, struct cm_peer *p, uint8_t out[HS_PAYLOA
 {
 	uint32_t spi, be32;
 	uint16_t port = htons(cm->d->cfg.data_port);
-	uint64_t boot = htobe64(cm->boot_id);
+	uint64_t boot = htobe64(cm->boot_id), clock = htobe64(fd_now_ns());
 	int rc = fc_encap_psp_rx_issue(fd_sec_psp(cm->d->sec), sess_of(cm, p), &spi, out + 8);
 
 	if (rc)
@@ -1116,6 +1134,7 @@ static int hs_payload(struct fd_cm *cm, struct cm_peer *p, uint8_t out[HS_PAYLOA
 	be32 = htonl(spi);
 	memcpy(out + 4, &be32, 4);
 	memcpy(out + 40, &boot, 8);
+	memcpy(out + 48, &clock, 8);
 	return 0;
 }
 
@@ -1141,6 +1160,12 @@ static int hs_take(struct fd_cm *cm, struct cm_peer *p, const struct fc_hs_peer_
 	memcpy(&port, m->payload + 2, 2);
 	memcpy(&spi, m->payload + 4, 4);
 	memcpy(&boot, m->payload + 40, 8);
+	{
+		uint64_t clock;
+
+		memcpy(&clock, m->payload + 48, 8);
+		p->clock_offset = (int64_t)(be64toh(clock) - fd_now_ns());
+	}
 	if (ss.ss_family == AF_INET)
 		((struct sockaddr_in *)&ss)->sin_port = port;
 	else

@@ -304,6 +304,16 @@ int fc_node_conn_close(struct fc_node *n, struct fc_txn *t)
 	return 0;
 }
 
+int fc_node_conn_remote_time(struct fc_node *n, struct fc_txn *t, uint64_t remote_ns)
+{
+	struct conn_slot *s = slot_of_conn(n, t);
+
+	if (!s || s->t != t)
+		return -ENOENT;
+	s->remote_time = remote_ns;
+	return 0;
+}
+
 uint32_t fc_node_conn_peer(const struct fc_node *n, const struct fc_txn *t)
 {
 	struct conn_slot *s = slot_of_conn((struct fc_node *)n, t);

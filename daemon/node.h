@@ -173,6 +173,10 @@ int fc_node_cid_release(struct fc_node *n, uint32_t cid);
 struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_conn_cfg *cfg);
 /* Close it. Returns 0, -ENOENT (not open here), -EBUSY (a QP or AH still uses it). */
 int fc_node_conn_close(struct fc_node *n, struct fc_txn *t);
+/* Spec 9.2.2.2: the connection's remote time (what encap->conn_check compares IVs with)
+ * starts at the CM's estimate of the sender's clock instead of 0, so a packet sent
+ * before the connection existed is refused. Returns 0 or -ENOENT. */
+int fc_node_conn_remote_time(struct fc_node *n, struct fc_txn *t, uint64_t remote_ns);
 /* The peer of a connection, or UINT32_MAX. */
 uint32_t fc_node_conn_peer(const struct fc_node *n, const struct fc_txn *t);
 /* Trace the CC events of connection cid (falconctl conn trace): cb sees each as the node
