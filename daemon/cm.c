@@ -1152,8 +1152,15 @@ static int hs_take(struct fd_cm *cm, struct cm_peer *p, const struct fc_hs_peer_
 	uint64_t boot;
 	int rc;
 
-	if (m->payload_len != HS_PAYLOAD_LEN || m->payload[0] != fd_sec_cipher(cm->d->sec) ||
-	    m->hello.version != FD_CM_VERSION ||
+	if (m->payload_len == HS_PAYLOAD_LEN && m->payload[0] != fd_sec_cipher(cm->d->sec)) {
+		char a[80];
+
+		LOG_W("cm: %s encrypts with PSP version %u, we with %u: refused (--psp-cipher must "
+		      "agree; chacha20-poly1305 runs everywhere)", addr_str(&p->cm, a, sizeof(a)),
+		      m->payload[0], fd_sec_cipher(cm->d->sec));
+		return -EPROTOTYPE;
+	}
+	if (m->payload_len != HS_PAYLOAD_LEN || m->hello.version != FD_CM_VERSION ||
 	    (m->hello.features_required & ~cm->d->cfg.features_supported) ||
 	    (cm->d->cfg.features_required & ~m->hello.features_supported))
 		return -EPROTOTYPE;

@@ -79,6 +79,7 @@ struct fd_cfg {
 	uint32_t npeers;
 	uint32_t replay_margin_us; /* spec 9.2.2.2 */
 	uint32_t key_rotate_s;    /* PSP key rotation period (0: on falconctl key rotate only) */
+	int psp_cipher;           /* FC_PSP_VER_*, or -1: the best this CPU has */
 };
 
 struct fd_api;

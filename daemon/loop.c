@@ -230,6 +230,7 @@ void fd_cfg_default(struct fd_cfg *c)
 	c->security = FD_SEC_PSP;
 	snprintf(c->key_path, sizeof(c->key_path), "/etc/falcon/falcond.key");
 	c->replay_margin_us = 50000;
+	c->psp_cipher = -1;
 	/* --rue auto: a thread of its own costs a wakeup per CC event burst, which pays only
 	 * where it does not take a core from the loop or the clients */
 	c->rue_inline = sysconf(_SC_NPROCESSORS_ONLN) < 4;

@@ -27,6 +27,7 @@ enum opt_id {
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
 	O_CONN_DATA_CREDITS, O_RUE, O_SECURITY, O_KEY, O_PEER, O_REPLAY_MARGIN_US, O_KEY_ROTATE_S,
+	O_PSP_CIPHER,
 };
 
 static const struct option opts[] = {
@@ -63,6 +64,7 @@ static const struct option opts[] = {
 	{ "peer", required_argument, NULL, O_PEER },
 	{ "replay-margin-us", required_argument, NULL, O_REPLAY_MARGIN_US },
 	{ "key-rotate-s", required_argument, NULL, O_KEY_ROTATE_S },
+	{ "psp-cipher", required_argument, NULL, O_PSP_CIPHER },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -90,6 +92,9 @@ static void usage(FILE *f)
 		"                         connection (spec 9.2.2.2; default 50000)\n"
 		"  --key-rotate-s N       rotate the PSP keys every N s (default 0: on\n"
 		"                         falconctl key rotate only)\n"
+		"  --psp-cipher C         auto (default: AES-256-GCM with AES-NI, else\n"
+		"                         ChaCha20-Poly1305), aes-256-gcm or chacha20-poly1305;\n"
+		"                         both ends must use the same (a mismatch is refused)\n"
 		"  --log-level L          error, warn, info (default), debug\n"
 		"  --fault-tx SPEC        inject faults on transmit, e.g. drop=5%%,dup=1%%,reorder=2%%,corrupt=0.1%%\n"
 		"  --fault-rx SPEC        the same on receive\n"
@@ -240,6 +245,16 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 	}
 	case O_REPLAY_MARGIN_US:
 		rc = parse_u32(v, 1, 10000000, &c->replay_margin_us);
+		break;
+	case O_PSP_CIPHER:
+		if (!strcmp(v, "auto"))
+			c->psp_cipher = -1;
+		else if (!strcmp(v, "aes-256-gcm"))
+			c->psp_cipher = FC_PSP_VER_AES_GCM_256;
+		else if (!strcmp(v, "chacha20-poly1305"))
+			c->psp_cipher = FC_PSP_VER_CHACHA20_POLY1305;
+		else
+			rc = -EINVAL;
 		break;
 	case O_KEY_ROTATE_S:
 		rc = parse_u32(v, 0, 86400 * 365, &c->key_rotate_s);

@@ -145,7 +145,12 @@ struct fd_sec *fd_sec_new(struct fd_daemon *d)
 			goto fail;
 		}
 	}
-	s->cipher = (uint8_t)fc_psp_cipher_best();
+	s->cipher = (uint8_t)(d->cfg.psp_cipher < 0 ? fc_psp_cipher_best() : d->cfg.psp_cipher);
+	if (!fc_psp_cipher_available(s->cipher)) {
+		LOG_E("falcond: --psp-cipher aes-256-gcm: this CPU has no AES instructions "
+		      "(chacha20-poly1305 works everywhere)");
+		goto fail;
+	}
 	s->margin_ns = (uint64_t)d->cfg.replay_margin_us * 1000u;
 	pc.version = s->cipher;
 	pc.max_peers = SESS_MAX;
