@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* The seed of this run: FALCON_TEST_SEED, else dflt. */
 static inline uint64_t fc_test_seed(uint64_t dflt)
@@ -20,6 +21,15 @@ static inline uint64_t fc_test_seed(uint64_t dflt)
 
 /* Shorter runs under valgrind (make memcheck sets FALCON_TEST_QUICK). */
 static inline int fc_test_quick(void) { return getenv("FALCON_TEST_QUICK") != NULL; }
+
+/* CLOCK_MONOTONIC in ns (bounded waits of the tests). */
+static inline uint64_t fc_test_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* xorshift64; the state must not be 0. */
 static inline uint64_t fc_test_rand(uint64_t *s)

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "falcon/falcon.h"
+#include "../testutil.h"
 
 #define WAIT_MS 20000
 #define BUF_BYTES (8u << 20)
@@ -69,23 +70,10 @@ static void die(const char *what)
 	exit(1);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static uint64_t now_ns(void) { return fc_test_now_ns(); }
+static uint64_t rnd(void) { return fc_test_rand(&rng); }
 
 static uint64_t fnv(const uint8_t *p, size_t n)
 {

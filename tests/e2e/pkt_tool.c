@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../testutil.h"
+
 #define PKT_MAX 65536u
 #define CAP_MAX 100000u        /* datagrams in one capture file */
 #define BATCH 64u
@@ -72,23 +74,10 @@ static void die(const char *what)
 	exit(1);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static uint64_t now_ns(void) { return fc_test_now_ns(); }
+static uint64_t rnd(void) { return fc_test_rand(&rng); }
 
 static void rnd_fill(uint8_t *p, size_t n)
 {

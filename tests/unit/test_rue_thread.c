@@ -21,19 +21,14 @@
 #include "rue.h"
 #include "rue_queue.h"
 #include "rue_thread.h"
+#include "testutil.h"
 
 #define NOW_NS 5000000000ull
 #define WAIT_NS 20000000000ull /* bounded; generous for valgrind on a loaded host */
 
 static uint64_t fixed_now(void) { return NOW_NS; }
 
-static uint64_t mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static uint64_t mono(void) { return fc_test_now_ns(); }
 
 /* An ACK event of connection cid with state as a PDL would carry it. */
 static struct fc_cc_event ack(uint32_t cid, uint32_t i, const struct fc_cc_result *prev)
