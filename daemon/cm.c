@@ -1516,7 +1516,12 @@ static void sec_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (cm->d->cfg.key_rotate_s && now >= cm->rotate_at_ns) {
-		cm->rotate_at_ns = now + (uint64_t)cm->d->cfg.key_rotate_s * 1000000000ull;
+		uint64_t period = (uint64_t)cm->d->cfg.key_rotate_s * 1000000000ull;
+
+		/* keep the cadence (the timer ticks every cm_retry_ms, late by up to one) */
+		cm->rotate_at_ns += period;
+		if (cm->rotate_at_ns <= now)
+			cm->rotate_at_ns = now + period;
 		fd_cm_rotate_keys(cm);
 	}
 	for (uint32_t i = 0; i < cm->npeers; i++) {
