@@ -48,12 +48,15 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Ring the other side's eventfd; counted first, so that a side woken by it already
+ * sees the count (an eventfd write cannot fail but by overflow, which 2^64 - 1 rings
+ * never reach). */
 static void ring(int fd, uint64_t *count)
 {
 	uint64_t one = 1;
 
-	if (write(fd, &one, sizeof(one)) == sizeof(one))
-		__atomic_add_fetch(count, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(count, 1, __ATOMIC_RELEASE);
+	(void)!write(fd, &one, sizeof(one));
 }
 
 /* Take events while there are any; sleep on work_fd when there are none, after saying so
@@ -224,7 +227,7 @@ void fd_rue_thread_stats(const struct fd_rue_thread *t, struct fd_rue_thread_sta
 	s->processed = __atomic_load_n(&t->st.processed, __ATOMIC_ACQUIRE);
 	s->results_lost = __atomic_load_n(&t->st.results_lost, __ATOMIC_RELAXED);
 	s->taken = t->st.taken;
-	s->thread_wakeups = __atomic_load_n(&t->st.thread_wakeups, __ATOMIC_RELAXED);
-	s->loop_wakeups = __atomic_load_n(&t->st.loop_wakeups, __ATOMIC_RELAXED);
+	s->thread_wakeups = __atomic_load_n(&t->st.thread_wakeups, __ATOMIC_ACQUIRE);
+	s->loop_wakeups = __atomic_load_n(&t->st.loop_wakeups, __ATOMIC_ACQUIRE);
 	s->thread_sleeps = __atomic_load_n(&t->st.thread_sleeps, __ATOMIC_RELAXED);
 }
