@@ -9,14 +9,16 @@ FALCOND=$BUILD/daemon/falcond
 FALCONCTL=$BUILD/cli/falconctl
 . scripts/two-daemons.sh
 
-echo "== starting two falcond on 127.0.0.1 (UDP)"
+echo "== starting two falcond on 127.0.0.1 (UDP), each with a fresh identity key allowing the other"
 td_start || exit 1
 echo "   A: api $TD_SOCK_A   B: api $TD_SOCK_B, connection manager $TD_CM_B"
+"$FALCONCTL" -r "$TD_DIR/a" status | grep -E '^(security|cc):' | sed 's/^/   /'
+
 echo "== client: WRITE, READ, SEND, atomics, each result checked"
 "$BUILD/examples/demo" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" ${DEMO_ARGS:-}
 rc=$?
-echo "== falconctl -r $TD_DIR/a stats (excerpt)"
-"$FALCONCTL" -r "$TD_DIR/a" stats | sed -n '/^node:/,/tx_io_drop/p' | head -14
+echo "== falconctl -r $TD_DIR/a stats (excerpt: the PSP layer)"
+"$FALCONCTL" -r "$TD_DIR/a" stats | sed -n '/^psp:/,/rx_auth_fail/p' | head -12
 td_stop
 if [ $rc -ne 0 ]; then
 	echo "demo FAILED (daemon logs were in $TD_DIR)" >&2
