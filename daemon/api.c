@@ -989,6 +989,8 @@ static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void
 		return reply(c, h, (int)id, NULL, 0, NULL, 0);
 	}
 	o->u.ah.cm_id = id;
+	if (fd_cm_conn(c->a->d->cm, id)) /* the peer's connection is open already: shared */
+		ah_done(o, 0, 0, 0);
 	return 0; /* the reply comes from ah_done */
 }
 

@@ -189,6 +189,7 @@ struct cm_rec {
 	uint64_t deadline_ns;
 	uint32_t tries;
 	int dreq_sent;            /* ST_CLOSING: DREQ went out (not held for an ACK) */
+	uint32_t ah_refs;         /* ah initiator: the address handles sharing it */
 };
 
 struct cm_listener {
@@ -1883,9 +1884,19 @@ int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, i
 	struct cm_rec *r;
 	int64_t id;
 
+	/* every address handle to one peer daemon shares one connection (an M:N one: any
+	 * UD QP to any): an established one is taken as it is, without done */
+	for (r = cm->recs; r; r = r->next)
+		if (r->kind == KIND_AH && r->role == ROLE_INI && r->state == ST_ESTABLISHED &&
+		    (peer->sa_family == AF_INET || peer->sa_family == AF_INET6) &&
+		    same_sa(&r->cm_addr, r->cm_len, (const void *)peer, len)) {
+			r->ah_refs++;
+			return r->id;
+		}
 	if ((id = ini_start(cm, peer, len, KIND_AH, timeout_ms, done, ctx, &r)) < 0)
 		return id;
 	r->ordering = FC_RDMA_ORDER_WEAK;
+	r->ah_refs = 1;
 	ini_send(r);
 	return id;
 }
@@ -1974,6 +1985,10 @@ void fd_cm_close(struct fd_cm *cm, int64_t id)
 		;
 	if (!r)
 		return;
+	if (r->kind == KIND_AH && r->role == ROLE_INI && r->ah_refs > 1) {
+		r->ah_refs--; /* other address handles still use it */
+		return;
+	}
 	r->done = NULL;
 	if (r->state == ST_ESTABLISHED || r->state == ST_RTU_SENT || r->state == ST_REP_SENT) {
 		struct cm_peer *p = peer_of(cm, &r->cm_addr, r->cm_len, 0);
@@ -2054,6 +2069,8 @@ size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap)
 		fd_json_kv(&j, "id", "%lld", (long long)r->id);
 		fd_json_kstr(&j, "role", r->role == ROLE_INI ? "initiator" : "target");
 		fd_json_kstr(&j, "kind", kind_name[r->kind]);
+		if (r->kind == KIND_AH && r->role == ROLE_INI)
+			fd_json_kv(&j, "address_handles", "%u", r->ah_refs);
 		fd_json_kstr(&j, "state", state_name[r->state]);
 		fd_json_kstr(&j, "peer", addr_str(&r->cm_addr, a, sizeof(a)));
 		fd_json_kv(&j, "service", "%u", r->service);

@@ -157,7 +157,9 @@ int64_t fd_cm_bind(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
 		   uint32_t rqpn, uint8_t qp_type, uint8_t order, int timeout_ms,
 		   fd_cm_done_fn done, void *ctx);
 /* An M:N connection without a QP to the peer daemon, for address handles (UD). Returns an
- * id as fd_cm_connect; done reports it open (qpn 0). */
+ * id as fd_cm_connect; done reports it open (qpn 0). Address handles to one peer share
+ * its connection: when one is open already, its id comes back at once (fd_cm_conn is
+ * set, done is not called) and fd_cm_close of each id closes it after the last. */
 int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, int timeout_ms,
 		 fd_cm_done_fn done, void *ctx);
 /* Security psp: rotate the PSP keys now (spec 9.2.2.3, without loss). 0 or -EOPNOTSUPP

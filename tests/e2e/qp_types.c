@@ -382,8 +382,33 @@ static void ud_test(struct side *a, struct side *b)
 	      !memcmp(a->buf + 4096, "datagram back", 14), "UD reply: %s, %u bytes, src %u",
 	      falcon_wc_status_str(wc.status), wc.byte_len, wc.src_qp);
 	CHECK(falcon_dealloc_pd(a->pd) == -EBUSY, "a PD with an AH was freed");
-	CHECK(!falcon_destroy_ah(to_b) && !falcon_destroy_ah(to_a), "destroy_ah: %s",
-	      falcon_strerror(-errno));
+	/* a second AH to B shares the first's connection; it outlives the first */
+	{
+		struct falcon_ah *to_b2 = falcon_create_ah(a->pd, b->cm, WAIT_MS);
+
+		CHECK(to_b2 != NULL, "a second AH to B: %s", falcon_strerror(-errno));
+		CHECK(!falcon_destroy_ah(to_b), "destroy_ah: %s", falcon_strerror(-errno));
+		if (to_b2) {
+			post_recv_at(b, qb, 400, 0, 1024);
+			memcpy(a->buf + 30000, "through the second AH", 22);
+			g = sge_of(a, 30000, 22);
+			wr = (struct falcon_send_wr){ .wr_id = 40, .sg_list = &g, .num_sge = 1,
+						      .opcode = FALCON_WR_SEND, .ah = to_b2,
+						      .remote_qpn = qb->qp_num, .remote_qkey = QKEY };
+			post_send(qa, &wr);
+			CHECK(wait1(a->cq, &wc) && wc.wr_id == 40 && wc.status == FALCON_WC_SUCCESS,
+			      "UD send through the second AH: %s", falcon_wc_status_str(wc.status));
+			/* it takes the oldest receive still posted (the first test's spares) */
+			CHECK(wait1(b->cq, &wc) && wc.byte_len == 22 && wc.src_qp == qa->qp_num &&
+			      ((wc.wr_id >= 100 && wc.wr_id < 108) || wc.wr_id == 400) &&
+			      !memcmp(b->buf + (wc.wr_id == 400 ? 0 : 1024 * (wc.wr_id - 100)),
+				      "through the second AH", 22),
+			      "the datagram through the second AH: wr %" PRIu64 ", %u bytes",
+			      wc.wr_id, wc.byte_len);
+			CHECK(!falcon_destroy_ah(to_b2), "destroy_ah: %s", falcon_strerror(-errno));
+		}
+	}
+	CHECK(!falcon_destroy_ah(to_a), "destroy_ah: %s", falcon_strerror(-errno));
 	falcon_destroy_qp(qa);
 	falcon_destroy_qp(qb);
 	printf("ud: %d datagrams checked, a wrong Q_Key dropped, an oversized one refused, a reply\n",

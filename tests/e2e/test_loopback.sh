@@ -16,6 +16,10 @@ e2e_check "opcode x size matrix (1 B .. 1 MiB)" "$E2E_BIN/e2e_client" matrix "$T
 
 E2E_SERVICE=5020 e2e_check "a shared receive queue: SENDs of two QPs land in one SRQ" "$E2E_BIN/e2e_client" srq "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B"
 e2e_check "QPs by create/modify (RC, crossing RTRs), UD with address handles, XRC" "$E2E_BIN/qp_types" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_A" "$TD_CM_B"
+# its two address handles from A to B shared one connection (plus B's to A): two on A
+n_ah=$(grep -c 'established (ah' "$TD_DIR/a.log")
+[ "$n_ah" = 2 ] && e2e_ok "address handles to one daemon share its connection" ||
+	e2e_fail "A has $n_ah ah connections, not 2"
 
 # memory not from falcon_alloc_buf (malloc): the daemons reach it by copy
 out=$(E2E_ANYMEM=1 E2E_SERVICE=5010 "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 2>&1)
