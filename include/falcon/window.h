@@ -83,6 +83,9 @@ struct fc_rx_state {
 	__u64 ar_pending;    /* an accepted or discarded packet asked for an ACK (AR bit) */
 	__u64 t1_t2;         /* t1 << 32 | t2 of the most recent packet (7.7.1) */
 	__u64 remote_time;   /* receiver's estimate of the peer's IV time (9.2.2.2) */
+	__u32 tx_bpsn[2];    /* our transmit windows' base PSNs ([0] request, [1] data),
+			      * published by the PDL as ACKs move them: XDP discards an
+			      * ACK/NACK whose bases are below them (stale, 9.2.3) */
 };
 
 enum fc_win_verdict {
