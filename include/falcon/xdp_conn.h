@@ -10,7 +10,7 @@
  * the engine runs the connection's windows on entry.rx, the very memory XDP updates.
  *
  * Ownership and ordering:
- *   - falcond (the node) writes cid, remote_cid, flags, spi[], replay_* only; XDP reads
+ *   - falcond (the node) writes cid, remote_cid, flags, spi_sess, replay_margin_ns only; XDP reads
  *     them. A slot is published by a release store of cid after everything else (the
  *     windows initialised by fc_pdl_new); it is retired by storing cid = 0 first. XDP
  *     reads cid with an acquire load (a volatile load in BPF) and compares it with the
