@@ -10,7 +10,7 @@
  * the engine runs the connection's windows on entry.rx, the very memory XDP updates.
  *
  * Ownership and ordering:
- *   - falcond (the node) writes cid, remote_cid, flags, spi[], replay_* only; XDP reads
+ *   - falcond (the node) writes cid, remote_cid, flags, spi_sess, replay_margin_ns only; XDP reads
  *     them. A slot is published by a release store of cid after everything else (the
  *     windows initialised by fc_pdl_new); it is retired by storing cid = 0 first. XDP
  *     reads cid with an acquire load (a volatile load in BPF) and compares it with the
@@ -28,6 +28,7 @@
 #define FC_XDP_SLOT_MASK 0xFFFFu /* local CID = generation << 16 | slot (node.h) */
 #define FC_XDP_CONNS_DEFAULT 1024u /* falcon_conns entries unless the loader sets more */
 #define FC_XDP_QUEUES_MAX 64u      /* falcon_xsks entries: AF_XDP sockets, by rx queue */
+#define FC_XDP_SPI_SESS_MASK 0xFFFFu /* SPI bits naming the peer's tunnel (encap_psp.c) */
 
 /* fc_xdp_conn.flags */
 #define FC_XDP_CONN_WINDOW 0x1u /* XDP runs the sliding windows of 9.2.2.4 on rx (security
@@ -40,9 +41,11 @@ struct fc_xdp_conn {
 	__u32 cid;        /* the local CID this slot stands for; 0 = free (XDP drops) */
 	__u32 remote_cid; /* the peer's CID: ACKs that XDP builds are addressed to it */
 	__u32 flags;      /* FC_XDP_CONN_* */
-	__u32 spi[2];     /* PSP SPIs the peer may send under (current, draining old
-			   * phase; 0 = unused), host order with the key-phase bit */
-	__u32 pad0;
+	__u32 spi_sess;   /* PSP: the peer's tunnel, the low FC_XDP_SPI_SESS_MASK bits of
+			   * every SPI it may send under (key rotation changes only the
+			   * upper bits: generation and phase); XDP drops a packet whose
+			   * SPI & FC_XDP_SPI_SESS_MASK differs (9.2.2.3). 0 = no PSP */
+	__u32 pad0[2];
 	__u64 replay_margin_ns; /* spec 9.2.2.2: IV older than rx.remote_time - margin */
 	struct fc_rx_state rx;  /* windows and ACK-coalescing state (window.h) */
 };
