@@ -15,7 +15,7 @@ _falconctl() {
 		esac
 	done
 	case ${#words[@]} in
-	0) COMPREPLY=($(compgen -W "status peer conn qp mr client stats key -j --json -s --socket -r --runtime-dir" -- "$cur")) ;;
+	0) COMPREPLY=($(compgen -W "status peer conn qp mr client stats xdp key -j --json -s --socket -r --runtime-dir" -- "$cur")) ;;
 	1) case ${words[0]} in
 	   peer|qp|mr|client) COMPREPLY=($(compgen -W "list" -- "$cur")) ;;
 	   conn) COMPREPLY=($(compgen -W "list show trace" -- "$cur")) ;;

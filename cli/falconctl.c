@@ -282,6 +282,9 @@ static void usage(FILE *f)
 		"                         retransmits) for SECS (5) into PREFIX.csv (-o PREFIX)\n"
 		"  qp list | mr list | client list\n"
 		"  stats                  counters: drops and errors per reason, per layer\n"
+		"  xdp                    --io xdp: the attached program (id, interface, mode), its\n"
+		"                         counters by name, each open connection's windows in\n"
+		"                         falcon_conns (bases, bits received, OWN) and counters\n"
 		"  key generate [-o FILE] a new identity key in FILE (mode 0600; default\n"
 		"                         " KEY_FILE_DEFAULT "); prints its public key\n"
 		"  key show FILE          the public key of a key file (base64)\n"
@@ -492,8 +495,9 @@ int main(int argc, char **argv)
 		strcat(cmd, argv[i]);
 		strcat(cmd, i + 1 < argc ? " " : "\n");
 	}
-	/* "falconctl status" and "falconctl stats" are one word; lists default to "list" */
-	if (argc - optind == 1 && strcmp(argv[optind], "status") && strcmp(argv[optind], "stats")) {
+	/* "falconctl status", "stats" and "xdp" are one word; lists default to "list" */
+	if (argc - optind == 1 && strcmp(argv[optind], "status") && strcmp(argv[optind], "stats") &&
+	    strcmp(argv[optind], "xdp")) {
 		cmd[strlen(cmd) - 1] = 0;
 		strcat(cmd, " list\n");
 	}

@@ -2,7 +2,7 @@
 /*
  * admin.c - falconctl's socket (falcond.h): a SOCK_STREAM Unix socket beside the API
  * socket. falconctl writes one command line ("status", "peer list", "conn list",
- * "conn show ID", "qp list", "mr list", "client list", "stats"), the daemon answers with
+ * "conn show ID", "qp list", "mr list", "client list", "stats", "xdp"), the daemon answers with
  * one JSON document and closes. On error the document is {"error": "..."}. falconctl
  * renders it as a table or passes it through (-j).
  *
@@ -19,6 +19,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "falcon/xdp_stats.h"
 #include "falcond.h"
 #include "log.h"
 
@@ -64,6 +68,131 @@ static void json_udp(struct fd_json *j, const struct fc_io_udp_stats *s)
 	U64(j, s, rx_errors); U64(j, s, tx_dgrams); U64(j, s, tx_bytes); U64(j, s, tx_calls);
 	U64(j, s, tx_eagain_drops); U64(j, s, tx_errors); U64(j, s, tx_gso_runs); U64(j, s, tx_gso_refused); U64(j, s, rx_gro_runs);
 	fd_json_close(j, '}');
+}
+
+static void json_io_xdp(struct fd_json *j, const struct fc_io_xdp_stats *s)
+{
+	fd_json_open(j, "io_xdp", '{');
+	U64(j, s, rx_frames); U64(j, s, rx_bytes); U64(j, s, rx_calls); U64(j, s, rx_bad_hdr);
+	U64(j, s, rx_marked); U64(j, s, rx_no_meta); U64(j, s, rx_udp); U64(j, s, fill_wakeups);
+	U64(j, s, tx_frames); U64(j, s, tx_bytes); U64(j, s, tx_kicks); U64(j, s, tx_kick_errors);
+	U64(j, s, tx_ring_full); U64(j, s, tx_fallback); U64(j, s, tx_fallback_drops);
+	U64(j, s, tx_completions); U64(j, s, neigh_reads); U64(j, s, neigh_misses);
+	fd_json_close(j, '}');
+}
+
+/* ---- falconctl xdp: the program, its counters, the connections' windows ---- */
+
+/* One window of a falcon_conns entry: base, size, OWN and how many PSNs of the window
+ * have their received bit (read while XDP and the engine run: a snapshot). */
+static void json_win(struct fd_json *j, const char *key, struct fc_win *w)
+{
+	uint32_t base = fc_load_acq32(&w->base), size = w->size, bits = 0;
+	uint64_t map[2] = { 0, 0 };
+
+	for (uint32_t i = 0; i < size && i < FC_WIN_SLOTS_MAX / 2; i++) {
+		uint64_t v = fc_load64(fc_win_slot(w, base + i));
+
+		if ((uint32_t)(v >> 32) == base + i && (v & FC_SLOT_RX)) {
+			bits++;
+			map[i / 64] |= 1ull << (i % 64);
+		}
+	}
+	fd_json_open(j, key, '{');
+	fd_json_kv(j, "base", "%u", base);
+	fd_json_kv(j, "size", "%u", size);
+	fd_json_kv(j, "received", "%u", bits);
+	fd_json_kv(j, "bitmap", "\"%016llx%016llx\"", (unsigned long long)map[1],
+		   (unsigned long long)map[0]);
+	fd_json_kv(j, "own", "%llu", (unsigned long long)w->own);
+	fd_json_close(j, '}');
+}
+
+/* A per-CPU map's value for key, summed over CPUs into sum[0..nwords). */
+static int percpu_sum(int fd, uint32_t key, uint64_t *sum, unsigned nwords)
+{
+	static uint64_t *buf;
+	static int ncpu;
+
+	if (!buf) {
+		ncpu = libbpf_num_possible_cpus();
+		if (ncpu <= 0 || !(buf = calloc((size_t)ncpu * 8, sizeof(uint64_t))))
+			return -ENOMEM;
+	}
+	if (nwords > 8 || bpf_map_lookup_elem(fd, &key, buf) < 0)
+		return -errno ? -errno : -EINVAL;
+	memset(sum, 0, nwords * sizeof(*sum));
+	for (int c = 0; c < ncpu; c++)
+		for (unsigned w = 0; w < nwords; w++)
+			sum[w] += buf[(size_t)c * nwords + w];
+	return 0;
+}
+
+static size_t xdp_cmd(struct fd_admin *ad)
+{
+	struct fd_daemon *d = ad->d;
+	const struct fc_xdp_prog *p = d->xdp;
+	struct fd_json j;
+	uint64_t v[8];
+
+	fd_json_init(&j, ad->out, ADMIN_OUT_MAX);
+	fd_json_open(&j, NULL, '{');
+	if (!p) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "io is %s, not xdp%s%s%s", d->io_name,
+			 d->io_why[0] ? " (" : "", d->io_why, d->io_why[0] ? ")" : "");
+		fd_json_kstr(&j, "error", why);
+		fd_json_close(&j, '}');
+		return fd_json_done(&j);
+	}
+	fd_json_open(&j, "program", '{');
+	fd_json_kv(&j, "id", "%u", p->prog_id);
+	fd_json_kstr(&j, "interface", p->ifname);
+	fd_json_kv(&j, "ifindex", "%u", p->ifindex);
+	fd_json_kstr(&j, "mode", p->mode);
+	fd_json_kstr(&j, "pin_dir", p->pin_dir);
+	fd_json_kv(&j, "queues", "%u", fc_io_xdp_stats(d->xio)->queues);
+	fd_json_kv(&j, "zerocopy", "%s", fc_io_xdp_stats(d->xio)->zerocopy ? "true" : "false");
+	fd_json_close(&j, '}');
+	fd_json_open(&j, "counters", '{');
+	for (uint32_t i = 0; i < FC_XDP_CNT_MAX; i++) {
+		if (fc_xdp_cnt_name(i) && percpu_sum(p->counters_fd, i, v, 1) == 0)
+			fd_json_kv(&j, fc_xdp_cnt_name(i), "%llu", (unsigned long long)v[0]);
+	}
+	fd_json_close(&j, '}');
+	json_io_xdp(&j, fc_io_xdp_stats(d->xio));
+	fd_json_open(&j, "conns", '[');
+	for (uint32_t s = 0; s < p->conns_n; s++) {
+		struct fc_xdp_conn *c = &p->conns[s];
+		uint32_t cid = fc_load_acq32(&c->cid);
+		struct fc_xdp_conn_cnt cc;
+
+		if (!cid)
+			continue;
+		_Static_assert(sizeof(cc) <= sizeof(v), "per-connection counters fit");
+		fd_json_open(&j, NULL, '{');
+		fd_json_kv(&j, "slot", "%u", s);
+		fd_json_kv(&j, "cid", "%u", cid);
+		fd_json_kv(&j, "remote_cid", "%u", c->remote_cid);
+		fd_json_kstr(&j, "mode", c->flags & FC_XDP_CONN_WINDOW ? "window" :
+			     c->flags & FC_XDP_CONN_PSP ? "psp" : "none");
+		json_win(&j, "req", &c->rx.req);
+		json_win(&j, "data", &c->rx.data);
+		fd_json_kv(&j, "tx_bpsn", "[%u,%u]", c->rx.tx_bpsn[0], c->rx.tx_bpsn[1]);
+		if (percpu_sum(p->conn_counters_fd, s, v, sizeof(cc) / 8) == 0) {
+			memcpy(&cc, v, sizeof(cc));
+			fd_json_open(&j, "counters", '{');
+			U64(&j, &cc, rx_pkts); U64(&j, &cc, redirected); U64(&j, &cc, dup_acked);
+			U64(&j, &cc, oow); U64(&j, &cc, stale_ack); U64(&j, &cc, bad_spi);
+			U64(&j, &cc, replay);
+			fd_json_close(&j, '}');
+		}
+		fd_json_close(&j, '}');
+	}
+	fd_json_close(&j, ']');
+	fd_json_close(&j, '}');
+	return fd_json_done(&j);
 }
 
 /* ---- falconctl conn trace: one connection's CC events ---- */
@@ -208,7 +337,13 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kstr(&j, "daemon", "falcond");
 		fd_json_kv(&j, "pid", "%d", (int)getpid());
 		fd_json_kv(&j, "uptime_s", "%.1f", (double)(fd_now_ns() - d->start_ns) / 1e9);
-		fd_json_kstr(&j, "io", "udp");
+		fd_json_kstr(&j, "io", d->io_name);
+		if (d->xdp) {
+			fd_json_kstr(&j, "xdp_interface", d->xdp->ifname);
+			fd_json_kv(&j, "xdp_prog_id", "%u", d->xdp->prog_id);
+		} else if (d->io_why[0]) {
+			fd_json_kstr(&j, "xdp_not_used", d->io_why);
+		}
 		fd_json_kstr(&j, "security", d->sec ? "psp (authenticated peers, encrypted "
 				 "packets)" : "none (PSP NULL header: packets are neither "
 				 "encrypted nor authenticated)");
@@ -262,10 +397,14 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 			fd_json_kstr(&j, "rotated", "new PSP keys sent to every peer; the old phase "
 				     "is erased once all have taken theirs");
 		fd_json_close(&j, '}');
+	} else if (n >= 1 && !strcmp(a, "xdp")) {
+		return xdp_cmd(ad);
 	} else if (n >= 1 && !strcmp(a, "stats")) {
 		fd_json_open(&j, NULL, '{');
 		json_node(&j, fc_node_counters(d->node));
 		json_udp(&j, fc_io_udp_stats(d->io));
+		if (d->xio)
+			json_io_xdp(&j, fc_io_xdp_stats(d->xio));
 		json_rdma(&j, fc_rdma_counters(fc_node_rdma(d->node)));
 		if (d->fault)
 			json_fault(&j, fc_fault_stats(d->fault));
@@ -288,7 +427,7 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 	} else {
 		fd_json_open(&j, NULL, '{');
 		fd_json_kstr(&j, "error", "unknown command (status, peer list, conn list, conn show "
-				 "ID, qp list, mr list, client list, stats)");
+				 "ID, qp list, mr list, client list, stats, xdp)");
 		fd_json_close(&j, '}');
 	}
 	return fd_json_done(&j);

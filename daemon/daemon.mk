@@ -2,12 +2,22 @@
 
 FALCOND_SRCS := daemon/main.c daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/log.c \
 	daemon/notify.c daemon/sec.c daemon/hs.c
+# --io xdp: the AF_XDP backend and the loader of bpf/falcon_xdp (its skeleton; libxdp, libbpf)
+XDP_DAEMON_SRCS := daemon/io_xdp.c daemon/xdp_load.c
+XDP_LIBS := -lxdp -lbpf -lelf -lz
+FALCOND_SRCS += $(XDP_DAEMON_SRCS)
+$(BUILD)/daemon/xdp_load.o: $(BUILD)/bpf/falcon_xdp.skel.h
+$(BUILD)/daemon/xdp_load.o $(BUILD)/daemon/loop.o $(BUILD)/daemon/main.o: ALL_CFLAGS += -I$(BUILD)/bpf
+$(BUILD)/tests/unit/test_io_xdp: $(BUILD)/daemon/io_xdp.o $(BUILD)/bpf/xsk_meta_test.skel.h
+$(BUILD)/tests/unit/test_io_xdp: UNIT_EXTRA := $(BUILD)/daemon/io_xdp.o $(XDP_LIBS)
+$(BUILD)/tests/unit/test_io_xdp: UNIT_CFLAGS := -I$(BUILD)/bpf
 FALCOND_OBJS := $(FALCOND_SRCS:%.c=$(BUILD)/%.o)
 FALCOND := $(BUILD)/daemon/falcond
 
 $(FALCOND): $(FALCOND_OBJS) $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(FALCOND_OBJS) -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lev -lsodium -lpthread
+	$(CC) $(FALCOND_OBJS) -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lev -lsodium -lpthread \
+		$(XDP_LIBS)
 
 # the client library: position-independent, only falcon_* exported (symbol version map)
 CLIENT_VERSION := 0.1.0

@@ -23,9 +23,11 @@
 #include "hs.h"
 #include "fault.h"
 #include "io_udp.h"
+#include "io_xdp.h"
 #include "node.h"
 #include "notify.h"
 #include "rue_thread.h"
+#include "xdp_load.h"
 
 #define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types, boot ids */
 /* CM feature bits (the hello of every CM message): what a daemon supports and what it
@@ -44,6 +46,9 @@
 #define FD_PEERS_MAX 64u   /* configured peer daemons (keys) */
 
 enum fd_security { FD_SEC_NONE = 0, FD_SEC_PSP };
+/* --io: auto = xdp where the program attaches, else udp; xdp = the same, but the fallback
+ * is logged as a warning */
+enum fd_io { FD_IO_AUTO = 0, FD_IO_UDP, FD_IO_XDP };
 
 /* A peer daemon of the allow-list: its identity key and where its CM listens. */
 struct fd_peer_cfg {
@@ -58,6 +63,9 @@ struct fd_cfg {
 	uint16_t data_port, cm_port;
 	uint32_t max_conns, max_qps, max_cqs, max_mrs, max_clients;
 	uint32_t mtu_bytes;       /* RDMA payload per transaction */
+	int mtu_set;              /* given explicitly (else XDP may choose a smaller one) */
+	int io;                   /* enum fd_io */
+	char instance[FC_XDP_INSTANCE_MAX]; /* bpffs pin directory name ("" : p<data port>) */
 	uint32_t features_supported, features_required; /* CM hello (tests can require more) */
 	uint32_t cm_retry_ms, cm_retries;
 	struct fc_fault_cfg fault;
@@ -91,7 +99,11 @@ struct fd_daemon {
 	struct fd_cfg cfg;
 	struct ev_loop *loop;
 	struct fc_node *node;
-	struct fc_io_udp *io;
+	struct fc_io_udp *io;         /* the data port's UDP socket (in xdp mode: xio's) */
+	struct fc_io_xdp *xio;        /* AF_XDP backend (--io xdp / auto), else NULL */
+	struct fc_xdp_prog *xdp;      /* the attached program, its pins and mapped conns */
+	const char *io_name;          /* "xdp" or "udp": what runs */
+	char io_why[192];             /* why XDP is not in use (empty when it is, or udp asked) */
 	struct fc_fault *fault;       /* NULL unless fault knobs are set */
 	struct fc_encap_null encap;   /* security none (encap_null.h) */
 	struct fd_sec *sec;           /* security psp (sec.c); NULL in none */

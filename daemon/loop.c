@@ -4,6 +4,7 @@
  * in which the parts start and stop.
  *
  *   UDP socket readable -> fc_io_udp_rx -> node -> engine        (then fd_kick)
+ *   (--io xdp: the AF_XDP sockets and that UDP socket behind one epoll fd, fc_io_xdp_rx)
  *   node timer          -> fc_node_on_timer                      (then fd_kick)
  *   before sleeping     -> fd_api_prepare: WRs from the clients' rings, CQ wakeups
  *   fd_kick             -> fc_node_poll_tx until the engine has nothing to send (bounded
@@ -27,6 +28,8 @@
 #include "falcon/falcon.h"
 #include "falcond.h"
 #include "log.h"
+#include "wire_falcon.h"
+#include "wire_rdma.h"
 
 #define TX_FRAMES 2048u
 #define KICK_ROUNDS 16u       /* poll_tx calls per kick before the loop takes a breath */
@@ -87,10 +90,11 @@ void fd_kick(struct fd_daemon *d)
 
 void fd_rx(struct fd_daemon *d)
 {
-	int rc = fc_io_udp_rx(d->io, d->node, fd_now_ns(), RX_PER_WAKE);
+	int rc = d->xio ? fc_io_xdp_rx(d->xio, d->node, fd_now_ns(), RX_PER_WAKE) :
+		fc_io_udp_rx(d->io, d->node, fd_now_ns(), RX_PER_WAKE);
 
 	if (rc < 0)
-		LOG_D("udp: receive: %s", strerror(-rc));
+		LOG_D("%s: receive: %s", d->io_name, strerror(-rc));
 	fd_kick(d);
 }
 
@@ -238,25 +242,107 @@ void fd_cfg_default(struct fd_cfg *c)
 
 /* ---- start and stop ---- */
 
-static int open_io(struct fd_daemon *d)
+/* The data address (listen address, data port) as a socket address. */
+static int data_addr(const struct fd_daemon *d, struct sockaddr_storage *ss, socklen_t *len)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-
-	memset(&ss, 0, sizeof(ss));
-	if (inet_pton(AF_INET, d->cfg.listen_addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
-		ss.ss_family = AF_INET;
-		((struct sockaddr_in *)&ss)->sin_port = htons(d->cfg.data_port);
-		len = sizeof(struct sockaddr_in);
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, d->cfg.listen_addr, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
+		ss->ss_family = AF_INET;
+		((struct sockaddr_in *)ss)->sin_port = htons(d->cfg.data_port);
+		*len = sizeof(struct sockaddr_in);
 	} else if (inet_pton(AF_INET6, d->cfg.listen_addr,
-			     &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
-		ss.ss_family = AF_INET6;
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(d->cfg.data_port);
-		len = sizeof(struct sockaddr_in6);
+			     &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
+		ss->ss_family = AF_INET6;
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(d->cfg.data_port);
+		*len = sizeof(struct sockaddr_in6);
 	} else {
 		LOG_E("falcond: --listen %s is not an IPv4 or IPv6 address", d->cfg.listen_addr);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* XDP: the program attached and pinned, the AF_XDP sockets open, the MTU checked against
+ * what a frame holds (or, not given, chosen to fit). encap: the node's encapsulation (its
+ * header and trailer take frame room too). Returns 0, or -errno with d->io_why set. */
+static int open_xdp(struct fd_daemon *d, const struct sockaddr *sa, socklen_t len,
+		    const struct fc_encap_ops *encap)
+{
+	struct fc_xdp_load_cfg lc = { .listen = sa, .listen_len = len,
+				      .data_port = d->cfg.data_port,
+				      .max_conns = d->cfg.max_conns, .instance = d->cfg.instance };
+	struct fc_io_xdp_cfg xc = { .local = sa, .local_len = len, .udp_tx_frames = 256 };
+	uint32_t over = FC_RDMA_HDR_MAX + FC_FALCON_HDR_MAX + encap->headroom + encap->tailroom;
+	uint32_t room;
+	int rc;
+
+	if (!d->cfg.instance[0])
+		snprintf(d->cfg.instance, sizeof(d->cfg.instance), "p%u", d->cfg.data_port);
+	if ((rc = fc_xdp_load(&lc, &d->xdp, d->io_why, sizeof(d->io_why))))
+		return rc;
+	room = fc_io_xdp_max_payload(sa->sa_family, d->xdp->if_mtu);
+	if (!d->cfg.mtu_set && d->cfg.mtu_bytes + over > room) {
+		uint32_t mtu = room > over ? (room - over) & ~63u : 0;
+
+		if (mtu < 256) {
+			snprintf(d->io_why, sizeof(d->io_why), "%s's MTU %u leaves no room for a "
+				 "256-byte RDMA payload", d->xdp->ifname, d->xdp->if_mtu);
+			return -EMSGSIZE;
+		}
+		LOG_I("falcond: xdp: RDMA MTU %u (an AF_XDP frame on %s holds %u bytes of "
+		      "PSP + Falcon)", mtu, d->xdp->ifname, room);
+		d->cfg.mtu_bytes = mtu;
+	} else if (d->cfg.mtu_bytes + over > room) {
+		snprintf(d->io_why, sizeof(d->io_why), "--mtu %u needs %u-byte frames, an AF_XDP "
+			 "frame on %s holds %u (--mtu %u or less)", d->cfg.mtu_bytes,
+			 d->cfg.mtu_bytes + over, d->xdp->ifname, room,
+			 room > over ? (room - over) & ~63u : 0);
+		return -EMSGSIZE;
+	}
+	xc.ifname = d->xdp->ifname;
+	xc.ifindex = d->xdp->ifindex;
+	xc.xsks_fd = d->xdp->xsks_fd;
+	if (!(d->xio = fc_io_xdp_open(&xc))) {
+		rc = -errno;
+		snprintf(d->io_why, sizeof(d->io_why), "AF_XDP sockets on %s: %s", d->xdp->ifname,
+			 strerror(-rc));
+		return rc;
+	}
+	d->io = fc_io_xdp_udp(d->xio);
+	return 0;
+}
+
+static void close_xdp(struct fd_daemon *d)
+{
+	if (d->xio)
+		fc_io_xdp_close(d->xio); /* and its UDP socket, d->io */
+	d->xio = NULL;
+	fc_xdp_unload(d->xdp);   /* detached, unpinned */
+	d->xdp = NULL;
+}
+
+/* --io xdp / auto: XDP where it can be used, else UDP with one log line saying why. */
+static int open_io(struct fd_daemon *d, const struct fc_encap_ops *encap)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int rc;
+
+	if ((rc = data_addr(d, &ss, &len)))
+		return rc;
+	d->io_why[0] = 0;
+	if (d->cfg.io != FD_IO_UDP) {
+		if (open_xdp(d, (struct sockaddr *)&ss, len, encap) == 0) {
+			d->io_name = "xdp";
+			return 0;
+		}
+		close_xdp(d);
+		d->io = NULL;
+		fc_log(d->cfg.io == FD_IO_XDP ? FC_LOG_WARN : FC_LOG_INFO,
+		       "falcond: --io %s: XDP not used (%s): falling back to udp",
+		       d->cfg.io == FD_IO_XDP ? "xdp" : "auto", d->io_why);
+	}
+	d->io_name = "udp";
 	d->io = fc_io_udp_open((struct sockaddr *)&ss, len, TX_FRAMES);
 	if (!d->io) {
 		LOG_E("falcond: UDP %s port %u: %s", d->cfg.listen_addr, d->cfg.data_port,
@@ -273,9 +359,19 @@ int falcond_start(struct fd_daemon *d)
 	int rc;
 
 	d->timer_fd = -1;
-	if ((rc = open_io(d)))
-		return rc;
 	fc_node_cfg_default(&nc);
+	if (d->cfg.security == FD_SEC_PSP) {
+		if (!(d->sec = fd_sec_new(d)))
+			return -EINVAL; /* the reason is logged */
+		nc.encap = fd_sec_encap(d->sec);
+		nc.encap_ctx = fd_sec_encap_ctx(d->sec);
+	} else {
+		d->encap.now_ns = fd_now_ns;
+		nc.encap = &fc_encap_null_ops; /* security none: PSP NULL, the IV carries t1 */
+		nc.encap_ctx = &d->encap;
+	}
+	if ((rc = open_io(d, nc.encap)))
+		return rc;
 	nc.txn.max_conns = d->cfg.max_conns;
 	nc.rdma.max_conns = d->cfg.max_conns;
 	nc.rdma.max_qps = d->cfg.max_qps;
@@ -307,28 +403,30 @@ int falcond_start(struct fd_daemon *d)
 			nc.cc_ctx = d->rue_th;
 		}
 	}
-	nc.io = &fc_io_udp_ops;
-	nc.io_ctx = d->io;
-	if (d->cfg.security == FD_SEC_PSP) {
-		if (!(d->sec = fd_sec_new(d)))
-			return -EINVAL; /* the reason is logged */
-		nc.encap = fd_sec_encap(d->sec);
-		nc.encap_ctx = fd_sec_encap_ctx(d->sec);
-	} else {
-		d->encap.now_ns = fd_now_ns;
-		nc.encap = &fc_encap_null_ops; /* security none: PSP NULL, the IV carries t1 */
-		nc.encap_ctx = &d->encap;
+	nc.io = d->xio ? &fc_io_xdp_ops : &fc_io_udp_ops;
+	nc.io_ctx = d->xio ? (void *)d->xio : (void *)d->io;
+	if (d->xdp) {
+		/* the engine runs each connection's windows in falcon_conns, XDP beside it:
+		 * the whole fast path without PSP, SPI / replay checks and steering with it
+		 * (PSP in software: XDP cannot read the Falcon header) */
+		nc.xdp_conns = d->xdp->conns;
+		nc.xdp_conns_n = d->xdp->conns_n;
+		nc.xdp_flags = d->sec ? FC_XDP_CONN_PSP : FC_XDP_CONN_WINDOW;
+		nc.xdp_replay_margin_ns = (uint64_t)d->cfg.replay_margin_us * 1000u;
 	}
 	if (d->cfg.fault_on) {
 		d->cfg.fault.seed = d->cfg.fault.seed ? d->cfg.fault.seed : 1;
-		d->fault = fc_fault_new(&d->cfg.fault, &fc_io_udp_ops, d->io);
+		d->fault = fc_fault_new(&d->cfg.fault, nc.io, nc.io_ctx);
 		if (!d->fault) {
 			LOG_E("falcond: fault injection: %s", strerror(errno));
 			return -errno;
 		}
 		nc.io = &fc_fault_ops;
 		nc.io_ctx = d->fault;
-		fc_io_udp_set_rx_filter(d->io, fault_rx, d->fault);
+		if (d->xio)
+			fc_io_xdp_set_rx_filter(d->xio, fault_rx, d->fault);
+		else
+			fc_io_udp_set_rx_filter(d->io, fault_rx, d->fault);
 		LOG_W("falcond: FAULT INJECTION ON (seed %llu): tx drop %u dup %u reorder %u "
 		      "corrupt %u, rx drop %u dup %u reorder %u corrupt %u (ppm)",
 		      (unsigned long long)d->cfg.fault.seed, d->cfg.fault.tx.drop_ppm,
@@ -354,7 +452,7 @@ int falcond_start(struct fd_daemon *d)
 		LOG_E("falcond: admin socket %s: %s", d->cfg.admin_path, strerror(errno));
 		return -errno;
 	}
-	ev_io_init(&d->io_w, io_cb, fc_io_udp_fd(d->io), EV_READ);
+	ev_io_init(&d->io_w, io_cb, d->xio ? fc_io_xdp_fd(d->xio) : fc_io_udp_fd(d->io), EV_READ);
 	d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (d->timer_fd < 0) {
 		LOG_E("falcond: timerfd: %s", strerror(errno));
@@ -399,8 +497,11 @@ void falcond_stop(struct fd_daemon *d)
 	fd_sec_free(d->sec);
 	d->sec = NULL;
 	fc_fault_free(d->fault);
-	if (d->io)
+	if (d->xdp || d->xio)
+		close_xdp(d);  /* after the node: it retired its slots in the mapped array */
+	else if (d->io)
 		fc_io_udp_close(d->io);
+	d->io = NULL;
 	if (d->timer_fd >= 0)
 		close(d->timer_fd);
 	d->timer_fd = -1;

@@ -27,7 +27,7 @@ enum opt_id {
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
 	O_CONN_DATA_CREDITS, O_RUE, O_SECURITY, O_KEY, O_PEER, O_REPLAY_MARGIN_US, O_KEY_ROTATE_S,
-	O_PSP_CIPHER,
+	O_PSP_CIPHER, O_INSTANCE,
 };
 
 static const struct option opts[] = {
@@ -65,6 +65,7 @@ static const struct option opts[] = {
 	{ "replay-margin-us", required_argument, NULL, O_REPLAY_MARGIN_US },
 	{ "key-rotate-s", required_argument, NULL, O_KEY_ROTATE_S },
 	{ "psp-cipher", required_argument, NULL, O_PSP_CIPHER },
+	{ "instance", required_argument, NULL, O_INSTANCE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -80,7 +81,13 @@ static void usage(FILE *f)
 		"  --runtime-dir DIR      put falcond.sock and falconctl.sock there (default /run/falcon)\n"
 		"  --api-socket PATH      client API socket\n"
 		"  --admin-socket PATH    falconctl socket\n"
-		"  --io udp|auto          I/O backend (auto = udp until the XDP backend lands)\n"
+		"  --io auto|xdp|udp      I/O backend: xdp = our XDP program attached (native mode)\n"
+		"                         to the interface of --listen and AF_XDP sockets on its\n"
+		"                         queues (root); udp = a UDP socket; auto (default) = xdp\n"
+		"                         where it attaches, else udp. xdp that cannot attach\n"
+		"                         falls back to udp with a warning saying why\n"
+		"  --instance NAME        name of the XDP maps' pin directory\n"
+		"                         /sys/fs/bpf/falcon/NAME (default p<data port>)\n"
 		"  --security psp|none    psp (default): peers authenticated by their identity keys,\n"
 		"                         every packet encrypted (PSP); none: neither, for a\n"
 		"                         fabric you trust (must be given explicitly)\n"
@@ -167,9 +174,10 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 /* What falcond serves, for systemctl status. */
 static void notify_status(struct fd_daemon *d, const char *extra)
 {
-	fd_notify(&notify, "%sSTATUS=%u clients, %u connections, security %s, io udp %s:%u",
+	fd_notify(&notify, "%sSTATUS=%u clients, %u connections, security %s, io %s %s:%u%s%s",
 		  extra, fd_api_nclients(d->api), fd_cm_nconns(d->cm), d->sec ? "psp" : "none",
-		  d->cfg.listen_addr, d->cfg.data_port);
+		  d->io_name, d->cfg.listen_addr, d->cfg.data_port, d->xdp ? " dev " : "",
+		  d->xdp ? d->xdp->ifname : "");
 }
 
 /* From the loop itself: a loop that hangs stops the watchdog pings (WatchdogSec=). */
@@ -310,10 +318,20 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		break;
 	}
 	case O_IO:
-		if (strcmp(v, "udp") && strcmp(v, "auto")) {
-			fprintf(stderr, "falcond: --io %s: this build has the udp backend only\n", v);
-			return -EINVAL;
-		}
+		if (!strcmp(v, "auto"))
+			c->io = FD_IO_AUTO;
+		else if (!strcmp(v, "xdp"))
+			c->io = FD_IO_XDP;
+		else if (!strcmp(v, "udp"))
+			c->io = FD_IO_UDP;
+		else
+			rc = -EINVAL;
+		break;
+	case O_INSTANCE:
+		if (!fc_xdp_instance_ok(v))
+			rc = -EINVAL; /* a path component: [A-Za-z0-9_-], not starting with '-' */
+		else
+			snprintf(c->instance, sizeof(c->instance), "%s", v);
 		break;
 	case O_LOG:
 		if ((c->log_level = fc_log_parse_level(v)) < 0)
@@ -351,6 +369,7 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 	case O_MTU:
 		if (!(rc = parse_u32(v, 256, 8192, &c->mtu_bytes)) && (c->mtu_bytes & 63))
 			rc = -EINVAL;
+		c->mtu_set = 1;
 		break;
 	case O_CM_REQUIRE:
 		rc = parse_u32(v, 0, UINT32_MAX, &c->features_required);
@@ -481,10 +500,21 @@ int main(int argc, char **argv)
 		ev_unref(d.loop); /* the sockets keep the loop alive, not the signals */
 	}
 	if (!rc) {
-		LOG_I("falcond %s: data udp %s:%u, cm udp %s:%u, api %s, admin %s, cc %s%s, security "
-		      "%s",
-		      FALCOND_VERSION, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,
-		      d.cfg.cm_port, d.cfg.api_path, d.cfg.admin_path,
+		char io[320];
+
+		if (d.xdp)
+			snprintf(io, sizeof(io), "xdp (%s, %s, prog id %u, %u AF_XDP queue%s%s, "
+				 "maps %s)", d.xdp->ifname, d.xdp->mode, d.xdp->prog_id,
+				 fc_io_xdp_stats(d.xio)->queues,
+				 fc_io_xdp_stats(d.xio)->queues == 1 ? "" : "s",
+				 fc_io_xdp_stats(d.xio)->zerocopy ? ", zero-copy" : ", copy mode",
+				 d.xdp->pin_dir);
+		else
+			snprintf(io, sizeof(io), "udp");
+		LOG_I("falcond %s: data %s %s:%u, cm udp %s:%u, mtu %u, api %s, admin %s, cc %s%s, "
+		      "security %s",
+		      FALCOND_VERSION, io, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,
+		      d.cfg.cm_port, d.cfg.mtu_bytes, d.cfg.api_path, d.cfg.admin_path,
 		      d.cfg.cc_off ? "off" : "swift",
 		      d.cfg.cc_off ? "" : d.cfg.rue_inline ? " (inline)" : " (RUE thread)",
 		      d.cfg.security == FD_SEC_PSP ? "psp (authenticated peers, encrypted packets)" :
