@@ -192,14 +192,14 @@ static int neigh_read(struct fc_io_xdp *io, uint64_t now)
 				continue;
 			return -errno;
 		}
-		for (size_t left = (size_t)n; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
-				return rc;
-		}
 		if ((rc = fc_neigh_parse(&io->neigh, buf, (size_t)n, now)) < 0)
 			return rc;
+		for (size_t left = (size_t)n; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR)
+				return 0;
+		}
 	}
-	return rc;
+	return 0;
 }
 
 /* The peer's MAC: from the cache, refreshed from the kernel when stale or missing (at most
