@@ -116,10 +116,10 @@ static int percpu_sum(int fd, uint32_t key, uint64_t *sum, unsigned nwords)
 
 	if (!buf) {
 		ncpu = libbpf_num_possible_cpus();
-		if (ncpu <= 0 || !(buf = calloc((size_t)ncpu * 8, sizeof(uint64_t))))
+		if (ncpu <= 0 || !(buf = calloc((size_t)ncpu * 16, sizeof(uint64_t))))
 			return -ENOMEM;
 	}
-	if (nwords > 8 || bpf_map_lookup_elem(fd, &key, buf) < 0)
+	if (nwords > 16 || bpf_map_lookup_elem(fd, &key, buf) < 0)
 		return -errno ? -errno : -EINVAL;
 	memset(sum, 0, nwords * sizeof(*sum));
 	for (int c = 0; c < ncpu; c++)
@@ -133,7 +133,7 @@ static size_t xdp_cmd(struct fd_admin *ad)
 	struct fd_daemon *d = ad->d;
 	const struct fc_xdp_prog *p = d->xdp;
 	struct fd_json j;
-	uint64_t v[8];
+	uint64_t v[16];
 
 	fd_json_init(&j, ad->out, ADMIN_OUT_MAX);
 	fd_json_open(&j, NULL, '{');
@@ -183,7 +183,8 @@ static size_t xdp_cmd(struct fd_admin *ad)
 		if (percpu_sum(p->conn_counters_fd, s, v, sizeof(cc) / 8) == 0) {
 			memcpy(&cc, v, sizeof(cc));
 			fd_json_open(&j, "counters", '{');
-			U64(&j, &cc, rx_pkts); U64(&j, &cc, redirected); U64(&j, &cc, dup_acked);
+			U64(&j, &cc, rx_pkts); U64(&j, &cc, redirected); U64(&j, &cc, marked);
+			U64(&j, &cc, passed); U64(&j, &cc, bad_mode); U64(&j, &cc, dup_acked);
 			U64(&j, &cc, oow); U64(&j, &cc, stale_ack); U64(&j, &cc, bad_spi);
 			U64(&j, &cc, replay);
 			fd_json_close(&j, '}');

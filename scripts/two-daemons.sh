@@ -9,7 +9,9 @@
 #                                            the extra args say --security none
 #   td_stop                                  (also on EXIT, if the caller set no trap)
 # TD_NS_A / TD_NS_B / TD_ADDR_A / TD_ADDR_B: run the daemons in those namespaces on
-# those addresses instead of both on 127.0.0.1.
+# those addresses instead of both on 127.0.0.1. TD_NETNS_ENTER=1 enters only the network
+# namespace (nsenter --net) instead of ip netns exec's own mount namespace, so that the
+# bpffs pins of --io xdp are the host's (bpftool and the test see them).
 
 TD_ADDR_A=${TD_ADDR_A:-127.0.0.1}
 TD_ADDR_B=${TD_ADDR_B:-127.0.0.1}
@@ -38,7 +40,11 @@ td_ports() {
 td_one() { # name ns addr data_port cm_port extra...
 	local name=$1 ns=$2 addr=$3 dport=$4 cport=$5; shift 5
 	local pre=()
-	[ -n "$ns" ] && pre=(ip netns exec "$ns")
+	if [ -n "$ns" ] && [ -n "${TD_NETNS_ENTER:-}" ]; then
+		pre=(nsenter --net="/run/netns/$ns")
+	elif [ -n "$ns" ]; then
+		pre=(ip netns exec "$ns")
+	fi
 	mkdir -p "$TD_DIR/$name"
 	"${pre[@]}" "$FALCOND" --listen "$addr" --port "$dport" --cm-port "$cport" \
 		--runtime-dir "$TD_DIR/$name" "$@" 2>"$TD_DIR/$name.log" &
