@@ -216,6 +216,7 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 	for (int i = 0; i < 2; i++) {
 		p->tx[i].bpsn = p->tx[i].npsn = p->tx[i].next_new = cfg->tx_psn[i];
 		p->tx[i].size = cfg->tx_window[i];
+		fc_store_rel32(&rx->tx_bpsn[i], cfg->tx_psn[i]);
 	}
 	p->fcwnd_fp = cfg->fcwnd_fp;
 	p->ncwnd = cfg->ncwnd;
@@ -1008,6 +1009,8 @@ static void apply_bases(struct fc_pdl *p, uint32_t rrbpsn, uint32_t rdbpsn)
 		for (uint32_t q = w->bpsn; q != b[i]; q++)
 			peer_acked(p, w, q);
 		tx_advance(w);
+		/* what XDP compares an ACK's bases with (9.2.3, xdp_conn.h) */
+		fc_store_rel32(&p->rx->tx_bpsn[i], w->bpsn);
 	}
 }
 
@@ -1260,6 +1263,8 @@ static void rx_ack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_
 				peer_acked(p, dw, f->rdbpsn + i);
 		tx_advance(rw);
 		tx_advance(dw);
+		fc_store_rel32(&p->rx->tx_bpsn[FC_WIN_REQ], rw->bpsn);
+		fc_store_rel32(&p->rx->tx_bpsn[FC_WIN_DATA], dw->bpsn);
 		drop |= early_retx(p, rw, f->rrbpsn, req, FC_REQ_WIN, &v, now);
 		drop |= early_retx(p, dw, f->rdbpsn, drx, FC_DATA_WIN, &v, now);
 		if (f->own & FC_OWN_REQ)

@@ -56,7 +56,7 @@
 #define SLOT 7u
 #define CID (3u << 16 | SLOT)
 #define REMOTE_CID 0x5A0102u
-#define REMOTE_PORT 1000u
+#define REMOTE_PORT 0xC001u /* the peer's Falcon port, other than ours */
 #define RBASE 50u    /* request window base */
 #define DBASE 1000u  /* data window base */
 #define IV0 5000000000ull /* the sender's clock at the fixtures' packets, ns */
@@ -889,8 +889,9 @@ static void test_psp(void **state)
 	conn_close(f, SLOT);
 }
 
-/* IPv6: the duplicate's ACK with the mandatory UDP checksum, to the sender's port when the
- * slot names no port; hop limit 60 = 4 hops. */
+/* IPv6: the duplicate's ACK with the mandatory UDP checksum, to our own Falcon port when
+ * the slot names none (not to the duplicate's source port: flow entropy); hop limit 60 =
+ * 4 hops. */
 static void test_ipv6_dup(void **state)
 {
 	struct fx *f = fx_of(state);
@@ -906,7 +907,7 @@ static void test_ipv6_dup(void **state)
 	pkt_set_iv(&p, IV0 + 1);
 	pkt_finish(&p);
 	expect_dup_acked(f, &p, 1, PKT_T_PUSH_DATA, &r, "ipv6 push dup");
-	check_ack(&r, &p, 0, PKT_SPORT, DBASE, RBASE, IV0 + 1, 4, "ipv6 push dup");
+	check_ack(&r, &p, 0, PKT_PORT_FALCON, DBASE, RBASE, IV0 + 1, 4, "ipv6 push dup");
 	/* the checksum once more, recomputed here over the produced frame */
 	memcpy(e.b, r.frame, r.len);
 	e.len = r.len;
