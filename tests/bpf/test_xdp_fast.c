@@ -21,6 +21,8 @@
  * the output, after checking it lies between the clock readings around the run.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1043,6 +1045,145 @@ static void test_knobs(void **state)
 	conn_close(f, SLOT);
 }
 
+/* Several CPUs at once, beside a daemon advancing the base: every PSN is taken as new
+ * (redirected MARKED) by exactly one run and answered as a duplicate by every other run,
+ * whatever the interleaving (DESIGN.md: no accepted packet lost or accepted twice). Each
+ * sender thread runs on its own CPU and sends every PSN of a round in its own order. */
+#define RACE_THREADS 2
+#define RACE_ROUNDS 24
+#define RACE_PSNS FC_DATA_WIN
+
+struct race {
+	struct fx *f;
+	uint32_t start;                /* this round's first PSN */
+	int id;
+	int cpu;
+	uint32_t marked[RACE_PSNS];    /* this thread's REDIRECT+MARKED runs, per PSN */
+	uint32_t answered, other;      /* XDP_TX runs; anything else */
+	int err;
+};
+
+static void *race_sender(void *arg)
+{
+	struct race *x = arg;
+	struct pkt p;
+	uint32_t i;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(x->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set); /* best effort */
+	for (i = 0; i < RACE_PSNS; i++) {
+		/* thread 0 ascending, thread 1 descending, further ones strided */
+		uint32_t k = x->id == 0 ? i : x->id == 1 ? RACE_PSNS - 1 - i
+						     : (i * 37u + (uint32_t)x->id) % RACE_PSNS;
+		uint8_t out[PKT_MAX + 64];
+		struct xdp_md ctx_in, ctx_out;
+		LIBBPF_OPTS(bpf_test_run_opts, opts);
+
+		data_pkt(&p, 0, PKT_T_PULL_DATA, CID, x->start + k, IV0);
+		memset(&ctx_in, 0, sizeof(ctx_in));
+		memset(&ctx_out, 0, sizeof(ctx_out));
+		ctx_in.data_end = (uint32_t)p.len;
+		opts.data_in = p.b;
+		opts.data_size_in = (uint32_t)p.len;
+		opts.data_out = out;
+		opts.data_size_out = sizeof(out);
+		opts.ctx_in = &ctx_in;
+		opts.ctx_size_in = sizeof(ctx_in);
+		opts.ctx_out = &ctx_out;
+		opts.ctx_size_out = sizeof(ctx_out);
+		opts.repeat = 1;
+		if (bpf_prog_test_run_opts(bpf_program__fd(x->f->skel->progs.falcon_xdp_rx), &opts)) {
+			x->err = errno ? errno : EIO;
+			return NULL;
+		}
+		if (opts.retval == XDP_REDIRECT && ctx_out.data == 8 &&
+		    ((uint32_t *)out)[1] == FC_XDP_META_MARKED)
+			x->marked[k]++;
+		else if (opts.retval == XDP_TX)
+			x->answered++;
+		else
+			x->other++;
+	}
+	return NULL;
+}
+
+struct advancer {
+	struct fc_win *w;
+	volatile int stop;
+	uint64_t moved;
+};
+
+/* The daemon's part: advance the data window over what was acknowledged, concurrently. */
+static void *race_advancer(void *arg)
+{
+	struct advancer *a = arg;
+	uint32_t spins;
+
+	for (spins = 0; !a->stop && spins < 50000000u; spins++) {
+		a->moved += fc_win_advance(a->w);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void test_race(void **state)
+{
+	struct fx *f = fx_of(state);
+	struct fc_xdp_conn *c = conn_open(f, SLOT, CID, FC_XDP_CONN_WINDOW);
+	struct race *x = calloc(RACE_THREADS, sizeof(*x));
+	struct advancer a = { .w = &c->rx.data };
+	pthread_t th[RACE_THREADS], adv;
+	uint32_t round, i, k, answered = 0;
+	int t;
+
+	assert_non_null(x);
+	assert_int_equal(pthread_create(&adv, NULL, race_advancer, &a), 0);
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		for (t = 0; t < RACE_THREADS; t++) {
+			memset(&x[t], 0, sizeof(x[t]));
+			x[t].f = f;
+			x[t].id = t;
+			x[t].cpu = t % (f->ncpu > 0 ? f->ncpu : 1);
+			x[t].start = DBASE + round * RACE_PSNS;
+			assert_int_equal(pthread_create(&th[t], NULL, race_sender, &x[t]), 0);
+		}
+		for (t = 0; t < RACE_THREADS; t++)
+			assert_int_equal(pthread_join(th[t], NULL), 0);
+		for (k = 0; k < RACE_PSNS; k++) {
+			uint32_t n = 0;
+
+			for (t = 0; t < RACE_THREADS; t++)
+				n += x[t].marked[k];
+			if (n != 1)
+				fail_msg("round %u: PSN %u taken as new %u times", round,
+					 DBASE + round * RACE_PSNS + k, n);
+		}
+		for (t = 0; t < RACE_THREADS; t++) {
+			if (x[t].err)
+				fail_msg("BPF_PROG_TEST_RUN: %s", strerror(x[t].err));
+			if (x[t].other)
+				fail_msg("round %u: %u runs neither marked nor answered", round,
+					 x[t].other);
+			answered += x[t].answered;
+		}
+		/* every PSN of the round is acknowledged: the base reaches its end */
+		for (i = 0; i < 1000000u && fc_load_acq32(&c->rx.data.base) !=
+						     DBASE + (round + 1) * RACE_PSNS; i++)
+			sched_yield();
+		assert_int_equal(c->rx.data.base, DBASE + (round + 1) * RACE_PSNS);
+	}
+	a.stop = 1;
+	assert_int_equal(pthread_join(adv, NULL), 0);
+	assert_int_equal(a.moved, RACE_ROUNDS * RACE_PSNS);
+	assert_int_equal(answered, RACE_ROUNDS * RACE_PSNS * (RACE_THREADS - 1));
+	assert_int_equal(conn_counters(f, SLOT).marked, RACE_ROUNDS * RACE_PSNS);
+	assert_int_equal(conn_counters(f, SLOT).dup_acked, answered);
+	free(x);
+	conn_close(f, SLOT);
+}
+
 static void test_counter_names(void **state)
 {
 	unsigned i, j;
@@ -1077,6 +1218,7 @@ int main(void)
 		T(test_no_socket),
 		T(test_not_falcon),
 		T(test_knobs),
+		T(test_race),
 		cmocka_unit_test(test_counter_names),
 	};
 
