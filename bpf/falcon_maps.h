@@ -38,7 +38,8 @@ struct {
 
 /* Per-connection packet counters, per CPU. key: slot, as falcon_conns (resize both
  * together); value: struct fc_xdp_conn_cnt, summed over CPUs by the reader. Written only
- * by XDP; the daemon zeroes a slot's entry before it publishes a new connection there. */
+ * by XDP; a slot's counters run on across its connections unless falcond zeroes the entry
+ * before it publishes a new connection there. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, FC_XDP_CONNS_DEFAULT);

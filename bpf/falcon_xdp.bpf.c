@@ -364,16 +364,18 @@ static __always_inline __u32 fc_xdp_csum_words(const __u32 *w, __u32 n, __u64 su
 /* Answer the duplicate (or old) packet in the prepared frame with a BACK to the peer:
  * rdbpsn/rrbpsn = our windows' bases now, t1 = the duplicate's IV, t2 = now, hop count
  * from its TTL, other CC fields and OWN 0, in PSP NULL (IV = now); Ethernet addresses and
- * IP addresses swapped, UDP from the Falcon port to the peer's. The frame is resized to
- * exactly the ACK; L2 tags are kept. Returns XDP_TX, or when the frame cannot be resized
- * the duplicate is steered unmarked so that the daemon answers it. */
+ * IP addresses swapped, UDP from our Falcon port (the duplicate's destination) to the
+ * peer's (c->remote_port, else falcon_port; the duplicate's source port is flow entropy,
+ * docs/wire.md). The frame is resized to exactly the ACK; L2 tags are kept, IPv4 options
+ * are not. Returns XDP_TX, or when the frame cannot be resized the duplicate is steered
+ * unmarked so that the daemon answers it. */
 static __always_inline int fc_xdp_answer(struct xdp_md *ctx, const struct fc_xdp_pkt *pk,
 					 const struct fc_xdp_dup *dup, struct fc_xdp_conn *c,
 					 struct fc_xdp_conn_cnt *cc)
 {
 	void *data = (void *)(long)ctx->data, *data_end = (void *)(long)ctx->data_end;
 	__u32 l3_off = pk->l3_off, l4_off = pk->l4_off, ipv6 = pk->ipv6;
-	__u32 l4[FC_XDP_ACK_L4_WORDS], ip[10], addr[8], i, n_ip, sport, dport, hops;
+	__u32 l4[FC_XDP_ACK_L4_WORDS], ip[5], addr[8], i, n_ip, dport, hops;
 	__u8 mac[2 * FC_ETH_ALEN];
 	__u64 now = bpf_ktime_get_ns();
 	__u16 remote_port = c->remote_port;
@@ -387,7 +389,6 @@ static __always_inline int fc_xdp_answer(struct xdp_md *ctx, const struct fc_xdp
 		goto steer;
 	/* what the reply takes from the duplicate, before the frame is resized */
 	__builtin_memcpy(mac, data, sizeof(mac));
-	sport = bpf_ntohs(((struct fc_udp_hdr *)(data + l4_off))->source);
 	dport = bpf_ntohs(((struct fc_udp_hdr *)(data + l4_off))->dest);
 	if (ipv6) {
 		struct fc_ipv6_hdr *ip6 = data + l3_off;
@@ -413,7 +414,7 @@ static __always_inline int fc_xdp_answer(struct xdp_md *ctx, const struct fc_xdp
 
 	/* UDP | PSP NULL | BACK, as 32-bit words in wire order */
 	hops = dup->ttl <= falcon_ack_ttl ? falcon_ack_ttl - dup->ttl : 0;
-	l4[0] = bpf_htonl(dport << 16 | (remote_port ? remote_port : sport));
+	l4[0] = bpf_htonl(dport << 16 | (remote_port ? remote_port : falcon_port));
 	l4[1] = bpf_htonl((__u32)FC_XDP_ACK_L4_LEN << 16); /* length | checksum 0 */
 	l4[2] = bpf_htonl((__u32)FC_PSP_NEXT_HDR_FALCON << 24 | 1u << 16 /* hdr_ext_len */ |
 			  (__u32)FC_PSP_CRYPT_OFF_FALCON << 8 |

@@ -46,8 +46,9 @@ struct fc_xdp_conn {
 			   * every SPI it may send under (key rotation changes only the
 			   * upper bits: generation and phase); XDP drops a packet whose
 			   * SPI & FC_XDP_SPI_SESS_MASK differs (9.2.2.3). 0 = no PSP */
-	__u16 remote_port; /* the peer's Falcon UDP port, host order: XDP's ACKs go there;
-			    * 0 = back to the duplicate's source port */
+	__u16 remote_port; /* the peer's Falcon UDP port (host order): XDP's ACKs go
+			    * there; 0 = falcon_port, ours (docs/wire.md: both ends agree;
+			    * a source port is flow entropy, never an address) */
 	__u16 pad0;
 	__u32 pad1;
 	__u64 replay_margin_ns; /* spec 9.2.2.2: IV older than rx.remote_time - margin */
