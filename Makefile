@@ -193,7 +193,7 @@ test: deps
 		--suite sim-xdp --args "--xdp" $(BUILD)/tests/sim/test_pdl_sim \
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
-		tests/e2e/test_service.sh tests/e2e/test_security.sh \
+		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_xdp.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 

@@ -323,8 +323,8 @@ void fc_xdp_unload(struct fc_xdp_prog *p)
 			if (bpf_map__is_pinned(m))
 				bpf_map__unpin(m, NULL);
 		}
-		if (p->pin_dir[0])
-			rmdir(p->pin_dir); /* only if empty: nothing but our pins was there */
+		if (p->pin_dir[0] && rmdir(p->pin_dir) == 0)
+			rmdir(FC_XDP_PIN_ROOT); /* each only if empty: another instance may run */
 	}
 	if (p->link_fd >= 0)
 		close(p->link_fd); /* detaches */
