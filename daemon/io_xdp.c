@@ -495,10 +495,17 @@ static unsigned xdp_tx_send(void *ctx, struct fc_frame *f, unsigned n)
 
 	room = xsk_ring_prod__reserve(&q->tx, n, &idx);
 	for (unsigned i = 0; i < n; i++) {
-		const struct sockaddr *dst = (const struct sockaddr *)f[i].peer->bytes;
+		union { /* the peer's bytes are not aligned for a sockaddr: copied */
+			struct sockaddr sa;
+			struct sockaddr_in in;
+			struct sockaddr_in6 in6;
+		} u;
+		const struct sockaddr *dst = &u.sa;
 		uint8_t mac[6];
 		int hl;
 
+		_Static_assert(sizeof(u) == FC_PEER_ADDR_MAX, "a peer address is a sockaddr");
+		memcpy(&u, f[i].peer->bytes, sizeof(u));
 		if (dst->sa_family != io->family || peer_mac(io, dst, mac)) {
 			send_fallback(io, &f[i]);
 			io->tx_free[io->ntx_free++] = f[i].io_handle;
