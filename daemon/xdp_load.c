@@ -85,6 +85,8 @@ static void why_set(char *why, size_t len, const char *fmt, ...)
 
 /* libbpf's own messages: debug lines (the caller logs the one line that matters) */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];
 	size_t n;
