@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # netns-pair.sh - sourced by the e2e tests and the benchmarks: two network namespaces
-# joined by a veth pair (MTU 9000), named after the caller's pid so runs do not meet.
+# joined by a veth pair (MTU 9000), named after the caller's pid (and NP_PREFIX, default
+# fe2e) so runs do not meet.
 # Traffic between them never leaves this machine. Needs root.
 #
 #   . scripts/netns-pair.sh
 #   np_up          creates NP_NS_A / NP_NS_B with NP_ADDR_A / NP_ADDR_B; 0 or 1
 #   np_down        removes them (idempotent; call it from an EXIT trap)
 
-NP_NS_A=fe2e-a-$$ NP_NS_B=fe2e-b-$$
+NP_PREFIX=${NP_PREFIX:-fe2e}
+NP_NS_A=$NP_PREFIX-a-$$ NP_NS_B=$NP_PREFIX-b-$$
 NP_IF_A=fva$$ NP_IF_B=fvb$$
 NP_ADDR_A=10.77.$(( $$ % 250 )).1
 NP_ADDR_B=10.77.$(( $$ % 250 )).2
