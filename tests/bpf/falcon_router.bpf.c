@@ -27,9 +27,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define AF_INET 2
-#define FC_IPPROTO_UDP 17
-#define FC_ETH_P_IPV4 0x0800
+#define AF_INET 2 /* not in vmlinux.h (a macro) */
 
 /* Seed of the pseudo-random choices. Load-time knob (router_ctl --seed). Each CPU runs
  * its own xorshift64* stream from seed and CPU number, so a seed replays the same
