@@ -49,7 +49,9 @@ enum fc_router_cnt {
 	FC_RTR_CNT_DROP_BUDGET,   /* XDP_DROP from the exact-N budget */
 	FC_RTR_CNT_DUP,           /* sent twice: MACs rewritten, broadcast over the devmap */
 	FC_RTR_CNT_DUP_BUDGET,    /* of DUP: from the exact-N budget */
-	FC_RTR_CNT_FWD_PASS,      /* let through: XDP_PASS, the kernel forwards it */
+	FC_RTR_CNT_FWD_PASS,      /* let through once: XDP_PASS, the kernel forwards it (or,
+				   * when another CPU took the last unit of the duplicate
+				   * budget after the frame was rewritten, redirected once) */
 	FC_RTR_CNT_DUP_FAIL_PASS, /* to duplicate, but the FIB had no answer or the frame is
 				   * too big to clone: XDP_PASS once (budget not taken) */
 	FC_RTR_CNT_MAX

@@ -140,6 +140,8 @@ static int set_all(struct fc_router_cfg *c, int n, char **kv)
 	return 0;
 }
 
+/* Move this process into network namespace /run/netns/NAME (ip netns add's). 0 or
+ * -errno (-ENOENT: no such namespace). */
 static int enter_netns(const char *name)
 {
 	char path[PATH_MAX];
@@ -173,10 +175,12 @@ static int cmd_attach(int argc, char **argv)
 		fprintf(stderr, "router_ctl: mkdir %s: %s\n", dir, strerror(errno));
 		return 1;
 	}
-	if (enter_netns(ns) < 0) {
-		fprintf(stderr, "router_ctl: netns %s: %s\n", ns, strerror(errno));
+	rc = enter_netns(ns);
+	if (rc < 0) {
+		fprintf(stderr, "router_ctl: netns %s: %s\n", ns, strerror(-rc));
 		return 1;
 	}
+	rc = -1;
 	skel = falcon_router__open();
 	if (!skel) {
 		fprintf(stderr, "router_ctl: open: %s\n", strerror(errno));
