@@ -215,8 +215,9 @@ set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set datafile separator "\t"
 set datafile missing "-"
-set yrange [0:*]
-set ylabel "ratio"
+set logscale y
+set ylabel "ratio (log scale)"
+set lmargin 16
 set grid ytics
 set key top left
 set xtics rotate by 25 right
