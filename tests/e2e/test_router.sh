@@ -7,7 +7,8 @@
 #     verified, under router drop 5 % + duplicate 1 % of the data packets both ways; the
 #     router's counters show the drops and duplicates at about those rates;
 #   - exactly N duplicates injected (router_ctl's budget) are read back from the router's
-#     counters, and B's falcond received exactly N datagrams more than A's sent;
+#     counters, and B's falcond received exactly N datagrams more than A's sent; exactly N
+#     drops likewise, B receiving N fewer (and the transfer verified all the same);
 #   - with falcond --io xdp (only when this build has it): B's XDP answers the N
 #     duplicates (its duplicate counter rises by N) and falcond's receive counter does not.
 # Needs root (namespaces, XDP); says so and counts nothing without.
@@ -17,6 +18,9 @@ cd "$(dirname "$0")/../.."
 e2e_init e2e-router
 ROUTER_MIB=${E2E_ROUTER_MIB:-32}
 DUP_N=${E2E_ROUTER_DUP_N:-100}
+# consecutive drops: every packet to B, retransmissions too, until the budget is spent, so
+# a budget beyond the first burst starves one packet past its retry count (RETRY_EXC_ERR)
+DROP_N=${E2E_ROUTER_DROP_N:-10}
 SEED=${E2E_ROUTER_SEED:-4242}
 RCTL=$BUILD/tests/e2e/router_ctl
 
@@ -127,6 +131,23 @@ echo "router: $d_tgt data packets to B, $d_dup duplicated ($d_dupb from the budg
 [ $((d_brx + d_rcv - d_atx)) = "$DUP_N" ] &&
 	e2e_ok "B's falcond received exactly $DUP_N datagrams more than A's sent" ||
 	e2e_fail "B received $d_brx (+ $d_rcv dropped by its kernel), A sent $d_atx: $((d_brx + d_rcv - d_atx)) extra, not $DUP_N"
+
+# --- exactly N drops, A -> B only: Falcon recovers them, B misses exactly N of A's ---
+settle || echo "(daemon counters still moving after 5 s)"
+drb0=$(rget drop_budget)
+a_tx0=$(dstat a tx_frames) b_rx0=$(dstat b rx_frames) rcv0=$(rcvbuf_errs)
+"$RCTL" set "$PIN" drop_budget="$DROP_N"
+e2e_check "a transfer through R while it drops the next $DROP_N data packets to B" \
+	"$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
+e2e_check "the router spent its budget of $DROP_N drops" "$RCTL" wait "$PIN" drop_budget 10000
+settle || echo "(daemon counters still moving after 5 s)"
+d_drb=$(( $(rget drop_budget) - drb0 ))
+d_atx=$(( $(dstat a tx_frames) - a_tx0 )) d_brx=$(( $(dstat b rx_frames) - b_rx0 ))
+d_rcv=$(( $(rcvbuf_errs) - rcv0 ))
+echo "router: dropped $d_drb by budget; A sent $d_atx frames, B received $d_brx, B's kernel dropped $d_rcv"
+[ "$d_drb" = "$DROP_N" ] && [ $((d_atx - d_brx - d_rcv)) = "$DROP_N" ] &&
+	e2e_ok "exactly $DROP_N packets dropped at the router: B received $DROP_N fewer than A sent" ||
+	e2e_fail "router dropped $d_drb by budget, A sent $d_atx, B received $d_brx (+ $d_rcv): not $DROP_N missing"
 td_stop
 
 # --- with falcond --io xdp: B's XDP answers the duplicates, falcond never sees them ---
