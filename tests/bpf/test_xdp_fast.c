@@ -944,6 +944,19 @@ static void test_vlan_options_dup(void **state)
 	expect_dup_acked(f, &p, 0, PKT_T_PUSH_DATA, &r, "vlan+options push dup");
 	check_ack(&r, &p, 2, REMOTE_PORT, DBASE, RBASE, IV0, 0, "vlan+options push dup");
 	assert_int_equal(r.len, 14 + 8 + 20 + 8 + 16 + 32);
+
+	/* IPv6 behind one tag, the duplicate an old Pull Request */
+	s = pkt_spec_default(PKT_T_PULL_REQ);
+	s.ipv6 = 1;
+	s.nvlan = 1;
+	pkt_build(&p, &s);
+	pkt_set_cid(&p, CID);
+	pkt_set_word(&p, 4, RBASE - 1);
+	pkt_set_iv(&p, IV0 + 5);
+	pkt_finish(&p);
+	expect_dup_acked(f, &p, 1, PKT_T_PULL_REQ, &r, "vlan ipv6 pull request old");
+	check_ack(&r, &p, 1, REMOTE_PORT, DBASE, RBASE, IV0 + 5, 0, "vlan ipv6 pull request old");
+	assert_int_equal(r.len, 14 + 4 + 40 + 8 + 16 + 32);
 	conn_close(f, SLOT);
 }
 
