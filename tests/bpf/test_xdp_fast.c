@@ -52,6 +52,9 @@
 #define AF_XDP 44
 #endif
 
+
+
+#define META_MAX 252 /* metadata test runs may be asked to carry, at most tried */
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The connection most fixtures use: slot 7, generation 3. */
@@ -991,6 +994,76 @@ static void test_no_socket(void **state)
 	conn_close(f, SLOT);
 }
 
+/* The most metadata a test run's frame may arrive with: the headroom less the kernel's
+ * frame descriptor, found by trying (an ARP frame: the program passes it untouched). */
+static uint32_t meta_room(struct fx *f)
+{
+	uint8_t in[META_MAX + 64] = { 0 }, out[META_MAX + 128];
+	uint32_t m;
+
+	for (m = META_MAX; m >= 4; m -= 4) {
+		struct xdp_md ctx_in = { .data = m, .data_end = m + 60 };
+		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = m + 60,
+			    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &ctx_in,
+			    .ctx_size_in = sizeof(ctx_in), .repeat = 1);
+
+		in[m + 12] = 0x08; /* ethertype ARP */
+		in[m + 13] = 0x06;
+		if (!bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.falcon_xdp_rx), &opts))
+			return m;
+	}
+	return 0;
+}
+
+/* No room for the metadata (the frame arrives with all the metadata the headroom takes
+ * already in front): nothing marked, XDP_PASS with the frame and its metadata as they
+ * were, counted NO_META. */
+static void test_no_meta_room(void **state)
+{
+	struct fx *f = fx_of(state);
+	struct fc_xdp_conn *c = conn_open(f, SLOT, CID, FC_XDP_CONN_WINDOW);
+	const uint32_t want[] = { C_DATA(0, PKT_T_PUSH_DATA), FC_XDP_CNT_NO_META };
+	uint64_t before[FC_XDP_CNT_MAX], after[FC_XDP_CNT_MAX];
+	uint8_t in[META_MAX + PKT_MAX], out[META_MAX + PKT_MAX + 64];
+	struct xdp_md ctx_in = { 0 }, ctx_out = { 0 };
+	uint32_t full = meta_room(f);
+	struct pkt p;
+	size_t i, j;
+	int err;
+
+	printf("a test run's frame takes %u bytes of metadata at most\n", full);
+	assert_true(full >= 32); /* XDP's own minimum for metadata room */
+	data_pkt(&p, 0, PKT_T_PUSH_DATA, CID, DBASE, IV0);
+	memset(in, 0xEE, full);
+	memcpy(in + full, p.b, p.len);
+	ctx_in.data = full;
+	ctx_in.data_end = (uint32_t)(full + p.len);
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = ctx_in.data_end,
+		    .data_out = out, .data_size_out = sizeof(out), .ctx_in = &ctx_in,
+		    .ctx_size_in = sizeof(ctx_in), .ctx_out = &ctx_out,
+		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
+	read_counters(f, before);
+	err = bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.falcon_xdp_rx), &opts);
+	assert_int_equal(err, 0);
+	read_counters(f, after);
+	assert_int_equal(opts.retval, XDP_PASS);
+	assert_int_equal(ctx_out.data, full);
+	assert_int_equal(opts.data_size_out, full + p.len);
+	assert_memory_equal(out, in, full + p.len);
+	for (i = 0; i < FC_XDP_CNT_MAX; i++) {
+		uint64_t n = 0;
+
+		for (j = 0; j < N_OF(want); j++)
+			n += want[j] == i;
+		if (after[i] - before[i] != n)
+			fail_msg("counter %s moved by %llu, want %llu", fc_xdp_cnt_name((unsigned)i),
+				 (unsigned long long)(after[i] - before[i]), (unsigned long long)n);
+	}
+	assert_int_equal(fc_win_flags(&c->rx.data, DBASE), 0);
+	assert_int_equal(conn_counters(f, SLOT).passed, 1);
+	conn_close(f, SLOT);
+}
+
 /* Traffic that is not Falcon passes untouched, even with connections open. */
 static void test_not_falcon(void **state)
 {
@@ -1229,6 +1302,7 @@ int main(void)
 		T(test_ipv6_dup),
 		T(test_vlan_options_dup),
 		T(test_no_socket),
+		T(test_no_meta_room),
 		T(test_not_falcon),
 		T(test_knobs),
 		T(test_race),
