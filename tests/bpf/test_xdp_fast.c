@@ -571,7 +571,8 @@ static void test_verifier(void **state)
 		assert_int_equal(bpf_program__set_log_buf(s->progs.falcon_xdp_rx, log, log_cap), 0);
 		assert_int_equal(bpf_program__set_log_level(s->progs.falcon_xdp_rx, level), 0);
 		assert_int_equal(falcon_xdp__load(s), 0);
-		printf("verifier log level %u: %zu bytes\n", level, strlen(log));
+		printf("verifier log level %u: %zu bytes%s%s", level, strlen(log),
+		       level == 1 ? ": " : "\n", level == 1 ? log : "");
 		assert_true(strlen(log) > 0);
 		falcon_xdp__destroy(s);
 	}
