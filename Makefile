@@ -180,7 +180,7 @@ WIRESHARK_LUA_DIR ?= $(or $(shell tshark -G folders 2>/dev/null | \
 $(FALCON_DUMP): tools/falcon-dump.c $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS)
-all: $(FALCON_DUMP)
+all: $(FALCON_DUMP) $(BUILD)/tests/e2e/dissector_load
 install: install-wireshark
 install-wireshark:
 	install -d $(DESTDIR)$(WIRESHARK_LUA_DIR)

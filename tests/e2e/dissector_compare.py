@@ -4,7 +4,7 @@
 project's own decoders (falcon-dump), field by field, on one pcap file.
 
   dissector_compare.py --lua FILE --dump FALCON_DUMP --pcap FILE --port N [--port M]
-                       [--expect FILE] [--min NAME=COUNT]... [--allow-chat]
+                       [--expect FILE] [--min NAME=COUNT]... [--allow-chat] [--trim]
 
 Every field the dissector registers under falcon_psp., falcon. and falcon_rdma. is asked
 of tshark (-T fields), except the reserved bits (the decoders ignore them) and the raw
@@ -19,10 +19,13 @@ byte blobs of payloads (compared through their lengths). For each frame:
     must match tshark's.
 Prints the packets per Falcon type and per RDMA opcode, then "dissector-compare: N passed,
 N failed" (N = frames) and exits 1 on any failure. --min TYPE=COUNT (a Falcon packet type
-name as printed, e.g. EACK=1000) fails when fewer such packets were compared.
+name as printed, e.g. EACK=1000) fails when fewer such packets were compared. --trim
+first cuts the file after its last whole record (a capture stopped by a signal may end
+inside one).
 """
 import argparse
 import collections
+import struct
 import subprocess
 import sys
 
@@ -96,6 +99,26 @@ def run_dump(args):
     return frames
 
 
+def trim(path):
+    """Cut a pcap file after its last whole record; returns the records kept."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        sys.exit("%s: not a pcap file" % path)
+    endian = "<" if data[:4] == b"\xd4\xc3\xb2\xa1" else ">"
+    off, n = 24, 0
+    while off + 16 <= len(data):
+        caplen = struct.unpack_from(endian + "I", data, off + 8)[0]
+        if off + 16 + caplen > len(data):
+            break
+        off += 16 + caplen
+        n += 1
+    if off != len(data):
+        with open(path, "r+b") as f:
+            f.truncate(off)
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lua", required=True)
@@ -105,7 +128,11 @@ def main():
     ap.add_argument("--expect")
     ap.add_argument("--min", action="append", default=[])
     ap.add_argument("--allow-chat", action="store_true")
+    ap.add_argument("--trim", action="store_true")
     args = ap.parse_args()
+
+    if args.trim:
+        print("%s: %d records" % (args.pcap, trim(args.pcap)))
 
     fields, skipped = tshark_fields(args.lua)
     if len(fields) < 80:
