@@ -530,6 +530,29 @@ static int cmd_forge(const char *path, uint16_t port)
 	n = forge_psp(pbuf, FC_PSP_VER_AES_GMAC_256, fbuf, 28 + 36);
 	forge_emit(pbuf, n, "ok", "AES-GMAC-256, Falcon in the clear");
 
+	/* PSP with a virtualization cookie, and with a longer header (extension bytes) */
+	{
+		struct fc_psp_info h = { .next_hdr = FC_PSP_NEXT_HDR_FALCON, .crypt_off = 1,
+					 .version = FC_PSP_VER_NULL, .has_vc = true,
+					 .vc = 0x0102030405060708ull, .spi = 7, .iv = 99 };
+		int hl;
+
+		f = (struct fc_falcon_pkt){ .type = FC_PKT_BACK, .cid = 3 };
+		n = forge_falcon(&f, NULL, 0) - FC_PSP_HDR_LEN;
+		hl = fc_psp_encode(&h, pbuf, sizeof(pbuf));
+		memcpy(pbuf + hl, fbuf, n);
+		forge_emit(pbuf, (size_t)hl + n, "ok", "PSP with a virtualization cookie");
+		h.has_vc = false;
+		h.vc = 0;
+		h.hdr_ext_len = 3;
+		hl = fc_psp_encode(&h, pbuf, sizeof(pbuf));
+		memcpy(pbuf + hl, fbuf, n);
+		forge_emit(pbuf, (size_t)hl + n, "ok", "PSP header of 32 bytes (extension)");
+	}
+	/* a Pull Data without payload (complete in error, spec 8.5.3.5): no RDMA headers */
+	f = base_pkt(FC_PKT_PULL_DATA);
+	forge_emit(pbuf, forge_falcon(&f, NULL, 0), "ok", "Pull Data without payload");
+
 	/* ---- malformed: PSP (fc_psp_decode order) ---- */
 	f = base_pkt(FC_PKT_PUSH_DATA);
 	rl = forge_rdma(r, 0x0A, 8);
@@ -560,6 +583,9 @@ static int cmd_forge(const char *path, uint16_t port)
 	rl = forge_rdma(r, 0x0A, 8);
 	n = forge_falcon(&f, r, rl);
 	forge_emit(pbuf, FC_PSP_HDR_LEN + 6, "falcon.error=ETRUNC", "Falcon header of 6 bytes");
+	pbuf[2] = 0; /* crypt offset 0: an empty Falcon packet passes PSP */
+	forge_emit(pbuf, FC_PSP_HDR_LEN, "falcon.error=ETRUNC", "PSP without a Falcon packet");
+	pbuf[2] = FC_PSP_CRYPT_OFF_FALCON;
 	pbuf[FC_PSP_HDR_LEN] = (uint8_t)((pbuf[FC_PSP_HDR_LEN] & 0x0F) | 0x20);
 	forge_emit(pbuf, n, "falcon.error=EVERSION", "Falcon version 2");
 	pbuf[FC_PSP_HDR_LEN] = (uint8_t)((pbuf[FC_PSP_HDR_LEN] & 0x0F) | 0x10);

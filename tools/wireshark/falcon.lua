@@ -537,8 +537,8 @@ local function dissect_falcon(tvb, pinfo, tree)
 	local hlen = pkt_hdr_len[ftype]
 	if n < hlen then
 		t:add(F.pkt_type, tvb(4, 4))
-		fail(t, "error", "ETRUNC", string.format("%d bytes, a %s header needs %d", n, tname,
-			hlen))
+		fail(t, "error", "ETRUNC", string.format("%d bytes, the %s header needs %d", n,
+			tname, hlen))
 		return info
 	end
 	local err
