@@ -15,12 +15,14 @@
  *       pcap link types: Ethernet (1) and raw IP (101; a 14-byte Ethernet header is put in
  *       front for fc_outer_decode). Exit 0, or 1 on an unreadable file.
  *
- *   falcon-dump forge FILE.pcap PORT
+ *   falcon-dump forge FILE.pcap PORT [MUTANTS SEED]
  *       Writes hand-made packets (Ethernet, IPv4, UDP to PORT) to FILE: well-formed ones of
  *       every Falcon packet type and several RDMA opcodes, one encrypted, and malformed
- *       ones (truncated, reserved type, wrong version, inconsistent lengths, ...). Prints
- *       one line per frame: "N FIELD=ECODE what" for a malformed one (FIELD is the
- *       dissector's error field that must say ECODE), "N ok what" for a good one.
+ *       ones (truncated, reserved type, wrong version, inconsistent lengths, ...), then
+ *       MUTANTS copies of the well-formed ones with random bits flipped (and some cut
+ *       short; xorshift from SEED). Prints one line per frame: "N FIELD=ECODE what" for a
+ *       malformed one (FIELD is the dissector's error field that must say ECODE),
+ *       "N ok what" for a good one, "N any mutant" for a mutant.
  *
  * pcap files are read whole up to PCAP_MAX_RECORDS records of at most PCAP_SNAP bytes.
  */
@@ -301,8 +303,8 @@ static void dump_frame(unsigned long n, const uint8_t *f, size_t len, const uint
 	if (!mine)
 		return;
 	ulen = (size_t)(f[l4 + 4] << 8 | f[l4 + 5]);
-	if (ulen < 8)
-		return; /* a broken UDP header: not handed to any dissector */
+	if (ulen <= 8)
+		return; /* no payload, or a broken UDP header: Wireshark hands it to no dissector */
 	ulen -= 8;
 	if (ulen > len - l4 - 8)
 		ulen = len - l4 - 8;
@@ -360,6 +362,14 @@ static FILE *forge_f;
 static unsigned forge_n;
 static uint16_t forge_port;
 
+/* the well-formed datagrams, kept as seeds of the mutants */
+#define SEEDS_MAX 64
+static struct {
+	uint8_t b[1024];
+	size_t len;
+} seeds[SEEDS_MAX];
+static unsigned nseeds;
+
 /* One Ethernet + IPv4 + UDP frame around payload (len bytes) to forge_port. */
 static void forge_emit(const uint8_t *payload, size_t len, const char *expect, const char *what)
 {
@@ -398,6 +408,42 @@ static void forge_emit(const uint8_t *payload, size_t len, const char *expect, c
 		exit(1);
 	}
 	printf("%u %s %s\n", ++forge_n, expect, what);
+	if (!strcmp(expect, "ok") && nseeds < SEEDS_MAX && len <= sizeof(seeds[0].b)) {
+		memcpy(seeds[nseeds].b, payload, len);
+		seeds[nseeds++].len = len;
+	}
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* n mutants of the seeds: 1 to 4 bytes changed, a quarter of them also cut short; the
+ * decoders and the dissector must agree on whichever is broken */
+static void forge_mutants(unsigned n, uint64_t seed)
+{
+	uint8_t b[1024];
+
+	seed |= 1;
+	for (unsigned i = 0; i < n && nseeds; i++) {
+		unsigned k = (unsigned)(xorshift(&seed) % nseeds), flips = 1 + xorshift(&seed) % 4;
+		size_t len = seeds[k].len;
+
+		memcpy(b, seeds[k].b, len);
+		for (unsigned j = 0; j < flips; j++) {
+			/* mostly in the headers, where the fields are */
+			size_t at = xorshift(&seed) % (len < 96 ? len : 96);
+
+			b[at] ^= (uint8_t)(1u << (xorshift(&seed) % 8));
+		}
+		if (xorshift(&seed) % 4 == 0)
+			len = xorshift(&seed) % len;
+		forge_emit(b, len, "any", "mutant");
+	}
 }
 
 /* PSP header (version ver) + falcon bytes + ICV (0x5A bytes) when ver has one. */
@@ -460,7 +506,7 @@ static size_t forge_rdma(uint8_t *r, uint8_t opcode, size_t payload_len)
 	return (size_t)n;
 }
 
-static int cmd_forge(const char *path, uint16_t port)
+static int cmd_forge(const char *path, uint16_t port, unsigned mutants, uint64_t seed)
 {
 	struct pcap_file_hdr fh = { PCAP_MAGIC, 2, 4, 0, 0, PCAP_SNAP, LINKTYPE_ETHERNET };
 	static const struct {
@@ -651,6 +697,7 @@ static int cmd_forge(const char *path, uint16_t port)
 	memset(r + rl, 0, 4);
 	forge_emit(pbuf, forge_falcon(&f, r, rl + 4), "falcon_rdma.error=ELEN",
 		   "READ Request with a payload");
+	forge_mutants(mutants, seed);
 	fclose(forge_f);
 	return 0;
 }
@@ -660,15 +707,17 @@ int main(int argc, char **argv)
 	uint16_t ports[PORTS_MAX];
 	int nports = 0, i = 1;
 
-	if (argc == 4 && !strcmp(argv[1], "forge"))
-		return cmd_forge(argv[2], (uint16_t)atoi(argv[3]));
+	if ((argc == 4 || argc == 6) && !strcmp(argv[1], "forge"))
+		return cmd_forge(argv[2], (uint16_t)atoi(argv[3]),
+				 argc == 6 ? (unsigned)atoi(argv[4]) : 0,
+				 argc == 6 ? strtoull(argv[5], NULL, 0) : 1);
 	while (i + 1 < argc && !strcmp(argv[i], "-p") && nports < PORTS_MAX) {
 		ports[nports++] = (uint16_t)atoi(argv[i + 1]);
 		i += 2;
 	}
 	if (i != argc - 1) {
 		fprintf(stderr, "usage: falcon-dump [-p PORT]... FILE.pcap\n"
-				"       falcon-dump forge FILE.pcap PORT\n");
+				"       falcon-dump forge FILE.pcap PORT [MUTANTS SEED]\n");
 		return 2;
 	}
 	if (!nports)

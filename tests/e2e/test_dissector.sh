@@ -6,7 +6,9 @@
 #   1. hand-made packets (falcon-dump forge): every Falcon type and many RDMA opcodes
 #      well-formed, an encrypted and a GMAC one, and malformed ones (truncated, reserved
 #      type, wrong version, inconsistent lengths, ...): each malformed one must raise an
-#      expert error in tshark naming the decoder's error code;
+#      expert error in tshark naming the decoder's error code; then DISSECTOR_MUTANTS
+#      (5000) copies of the good ones with random bits flipped or cut short (seed printed;
+#      DISSECTOR_SEED=N replays): tshark and the decoders must agree on each;
 #   2. a capture (pkt_tool, AF_PACKET on lo) of two falcond under security none with
 #      transmit faults (reorder, drop, duplicate: EACKs), one short of room for READ
 #      answers (pull RNR NACKs), through the opcode matrix, the spec flows (push RNR, CIE:
@@ -30,6 +32,7 @@ DUMP=$BUILD/tools/falcon-dump
 PKT=$E2E_BIN/pkt_tool
 CMP=tests/e2e/dissector_compare.py
 MIN=${DISSECTOR_MIN:-1000}
+MUTANTS=${DISSECTOR_MUTANTS:-5000}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fws-dissector.XXXXXX")
 CAP_PID=
 
@@ -47,13 +50,15 @@ if ! command -v tshark >/dev/null; then
 fi
 echo "$(tshark --version 2>/dev/null | head -1)"
 
-# ---- 1. hand-made packets ----
-if "$DUMP" forge "$WORK/forge.pcap" 7470 >"$WORK/forge.exp" &&
+# ---- 1. hand-made packets, and mutants of the good ones ----
+SEED=${DISSECTOR_SEED:-$(date +%s)}
+if "$DUMP" forge "$WORK/forge.pcap" 7470 "$MUTANTS" "$SEED" >"$WORK/forge.exp" &&
    python3 "$CMP" --lua "$LUA" --dump "$DUMP" --pcap "$WORK/forge.pcap" --port 7470 \
 	--expect "$WORK/forge.exp" --allow-chat >"$WORK/forge.out" 2>&1; then
-	e2e_ok "hand-made packets: $(grep -vc ' ok ' "$WORK/forge.exp") malformed ones raise the decoder's error as expert info, $(grep -c ' ok ' "$WORK/forge.exp") good ones decode as the decoders read them"
+	e2e_ok "hand-made packets: $(grep -c ' falcon[a-z_]*\.error=' "$WORK/forge.exp") malformed ones raise the decoders' error as expert info, $(grep -c ' ok ' "$WORK/forge.exp") good ones decode as the decoders read them"
+	e2e_ok "$MUTANTS mutants of them (seed $SEED): the dissector and the decoders agree on each"
 else
-	e2e_fail "hand-made packets"
+	e2e_fail "hand-made packets and their mutants (seed $SEED; DISSECTOR_SEED=$SEED replays)"
 	cat "$WORK/forge.out"
 fi
 # the dissector's port preference: on another port nothing is Falcon
