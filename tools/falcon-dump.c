@@ -488,7 +488,7 @@ static struct fc_falcon_pkt base_pkt(enum fc_pkt_type t)
 /* RDMA headers of opcode with payload_len bytes of 0xC3 into r; returns the length. */
 static size_t forge_rdma(uint8_t *r, uint8_t opcode, size_t payload_len)
 {
-	static const uint8_t data[64] = { [0 ... 63] = 0xC3 };
+	uint8_t data[64];
 	struct fc_rdma_hdrs h = {
 		.opcode = opcode, .se = true, .ackreq = true, .dqp = 0x000BCD, .sn = 42,
 		.xrc_srq = 0x77, .reth = { 0x7F0000001000ull, 0x1111, (uint32_t)payload_len },
@@ -497,7 +497,10 @@ static size_t forge_rdma(uint8_t *r, uint8_t opcode, size_t payload_len)
 		.atomic_orig = 0x0123456789ABCDEFull, .rmsn = 3, .offset = 4096,
 		.steth = { 0x7F0000003000ull, 0x3333 }, .imm = 0xDEADBEEF, .inv_rkey = 0x4444,
 	};
-	int n = fc_rdma_encode(&h, data, payload_len, r, 256);
+	int n;
+
+	memset(data, 0xC3, sizeof(data));
+	n = fc_rdma_encode(&h, data, payload_len, r, 256);
 
 	if (n < 0) {
 		fprintf(stderr, "forge: rdma encode 0x%02x %d\n", opcode, n);

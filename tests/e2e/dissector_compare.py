@@ -72,7 +72,7 @@ def norm(ftype, value):
 
 def run_tshark(args, fields):
     cmd = ["tshark", "-n", "-r", args.pcap, "-X", "lua_script:" + args.lua,
-           "-o", "falcon.udp_port:%d" % args.port[0], "-T", "fields",
+           "-o", "falcon.udp_ports:" + ",".join(str(p) for p in args.port), "-T", "fields",
            "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|",
            "-e", "frame.number", "-e", "_ws.expert.severity", "-e", "_ws.malformed",
            "-e", "_ws.expert.message"]

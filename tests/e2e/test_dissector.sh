@@ -61,10 +61,10 @@ else
 	e2e_fail "hand-made packets and their mutants (seed $SEED; DISSECTOR_SEED=$SEED replays)"
 	cat "$WORK/forge.out"
 fi
-# the dissector's port preference: on another port nothing is Falcon
-n=$(tshark -n -r "$WORK/forge.pcap" -X lua_script:"$LUA" -o falcon.udp_port:7471 -Y falcon_psp 2>/dev/null | wc -l)
-[ "$n" = 0 ] && e2e_ok "the udp_port preference moves the dissector off 7470" ||
-	e2e_fail "the dissector still decodes port 7470 with udp_port 7471 ($n frames)"
+# the dissector's port preference: on other ports nothing is Falcon
+n=$(tshark -n -r "$WORK/forge.pcap" -X lua_script:"$LUA" -o falcon.udp_ports:7471-7480 -Y falcon_psp 2>/dev/null | wc -l)
+[ "$n" = 0 ] && e2e_ok "the udp_ports preference moves the dissector off 7470" ||
+	e2e_fail "the dissector still decodes port 7470 with udp_ports 7471-7480 ($n frames)"
 
 # ---- 4. installed where tshark finds it ----
 stage=$WORK/stage

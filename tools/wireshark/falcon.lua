@@ -2,7 +2,7 @@
 --
 -- falcon.lua - Wireshark / tshark dissector for falcon's packets (Lua, Wireshark >= 4.0):
 --
---   UDP (Falcon data port, preference falcon.udp_port, default 7470)
+--   UDP (Falcon data ports, preference falcon.udp_ports, default 7470)
 --     | PSP header          falcon_psp.*   docs/wire.md section 2
 --     | Falcon header       falcon.*       Falcon spec section 7, docs/wire.md section 3
 --     | RDMA headers        falcon_rdma.*  RDMA spec section 8, docs/wire.md section 5
@@ -21,7 +21,7 @@
 -- every field this file shows with what the project's decoders read (tools/falcon-dump.c).
 --
 -- Use:  tshark -X lua_script:tools/wireshark/falcon.lua -r cap.pcap
---       (or install it into a Lua plugin folder, see README; -o falcon.udp_port:N)
+--       (or install it into a Lua plugin folder, see README; -o falcon.udp_ports:N,M)
 
 local p_psp = Proto("falcon_psp", "PSP (Falcon encapsulation)")
 local p_fal = Proto("falcon", "Falcon")
@@ -341,8 +341,8 @@ local E = {
 p_fal.experts = { E.ETRUNC, E.EVERSION, E.ETYPE, E.EPROTO, E.ELEN, E.EFIELD, E.rsvd,
 	E.encrypted }
 
-p_fal.prefs.udp_port = Pref.uint("Falcon data UDP port", FALCON_PORT_DEFAULT,
-	"UDP destination (or source) port of Falcon over PSP (falcond --port)")
+p_fal.prefs.udp_ports = Pref.range("Falcon data UDP ports", tostring(FALCON_PORT_DEFAULT),
+	"UDP ports of Falcon over PSP (falcond --port), e.g. 7470 or 7470,20000-20003", 65535)
 
 -- ---------------------------------------------------------------------------------------
 -- helpers
@@ -726,14 +726,16 @@ function p_psp.dissector(tvb, pinfo, tree)
 	return len
 end
 
--- the data port: registered on udp.port, moved when the preference changes
+-- the data ports: registered on udp.port (replacing another protocol's claim on them, so
+-- that a datagram between two Falcon ports is Falcon whichever port UDP tries first),
+-- moved when the preference changes
 local udp_table = DissectorTable.get("udp.port")
-local cur_port = p_fal.prefs.udp_port
-udp_table:add(cur_port, p_psp)
+local cur_ports = p_fal.prefs.udp_ports
+udp_table:add(cur_ports, p_psp)
 function p_fal.prefs_changed()
-	if p_fal.prefs.udp_port ~= cur_port then
-		udp_table:remove(cur_port, p_psp)
-		cur_port = p_fal.prefs.udp_port
-		udp_table:add(cur_port, p_psp)
+	if p_fal.prefs.udp_ports ~= cur_ports then
+		udp_table:remove(cur_ports, p_psp)
+		cur_ports = p_fal.prefs.udp_ports
+		udp_table:add(cur_ports, p_psp)
 	end
 end
