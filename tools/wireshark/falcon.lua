@@ -366,7 +366,7 @@ local function u32(tvb, off) return tvb(off, 4):uint() end
 -- RDMA over Falcon (fc_rdma_decode; RDMA spec 8.2, 8.3)
 -- ---------------------------------------------------------------------------------------
 local function rdma_eth(tvb, off, eth, tree)
-	local t = tree:add(p_rdma, tvb(off, eth_len[eth]), eth_names[eth])
+	local t = tree:add(tvb(off, eth_len[eth]), eth_names[eth])
 	if eth == XRCETH then
 		t:add(F.xrc_srq, tvb(off, 4))
 	elseif eth == RETH then -- 8.3.1
@@ -414,7 +414,7 @@ local function dissect_rdma(tvb, pinfo, tree, ftype)
 		return "RDMA truncated"
 	end
 	local opcode, b1 = tvb(0, 1):uint(), tvb(1, 1):uint()
-	local rb = t:add(p_rdma, tvb(0, 12), "RBTH")
+	local rb = t:add(tvb(0, 12), "RBTH")
 	rb:add(F.opcode, tvb(0, 1))
 	rb:add(F.se, tvb(1, 1))
 	rsvd_check(rb:add(F.r, tvb(1, 1)), band(b1, 0x40))
@@ -585,7 +585,7 @@ local function dissect_falcon(tvb, pinfo, tree)
 				code))
 		end
 	elseif ftype == PKT_EACK then -- spec 7.7.2
-		local b = t:add(p_fal, tvb(32, 40), "Bitmaps")
+		local b = t:add(tvb(32, 40), "Bitmaps")
 		b:add(F.data_ack_hi, tvb(32, 8))
 		b:add(F.data_ack_lo, tvb(40, 8))
 		b:add(F.data_rx_hi, tvb(48, 8))
