@@ -120,20 +120,21 @@ PORT_B=$((TD_BASE + 2))
 if capture none "$PORT_B"; then
 	T1=$(date +%s%N)
 	ok=1
-	for i in 1 2 3 4; do
-		run matrix env E2E_SERVICE=$((5300 + i)) "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" || ok=0
+	# the rare types first: the capture holds at most 100,000 datagrams
+	run "CIE WRITEs" "$E2E_BIN/dissector_load" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 5330 2000 || ok=0
+	for i in 1 2 3; do
+		run pullrnr env E2E_SERVICE=$((5320 + i)) "$E2E_BIN/e2e_client" pullrnr "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 512 || ok=0
 	done
 	for i in 1 2 3 4 5; do
 		run flows env E2E_SERVICE=$((5310 + i)) "$E2E_BIN/e2e_client" flows "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" || ok=0
 	done
 	run qp_types "$E2E_BIN/qp_types" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_A" "$TD_CM_B" || ok=0
-	for i in 1 2 3; do
-		run pullrnr env E2E_SERVICE=$((5320 + i)) "$E2E_BIN/e2e_client" pullrnr "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 512 || ok=0
+	for i in 1 2 3 4; do
+		run matrix env E2E_SERVICE=$((5300 + i)) "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" || ok=0
 	done
-	run "CIE WRITEs" "$E2E_BIN/dissector_load" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 5330 2000 || ok=0
 	stop_capture
-	echo "workload: $(( ($(date +%s%N) - T1) / 1000000 )) ms; $(tail -1 "$WORK/none.cap.log")"
-	[ $ok = 1 ] && e2e_ok "the workload ran (matrix x4, flows x5, UD/XRC, pull RNR x3, 2000 CIE WRITEs)"
+	echo "workload: $(( ($(date +%s%N) - T1) / 1000000 )) ms"
+	[ $ok = 1 ] && e2e_ok "the workload ran (2000 CIE WRITEs, pull RNR x3, flows x5, UD/XRC, matrix x4)"
 	T2=$(date +%s%N)
 	if python3 "$CMP" --trim --lua "$LUA" --dump "$DUMP" --pcap "$WORK/none.pcap" \
 		--port "$PORT_B" --port "$TD_BASE" --min "Push Data=$MIN" --min "Pull Request=$MIN" \
