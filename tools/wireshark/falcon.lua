@@ -74,6 +74,15 @@ local nack_codes = {
 	[7] = "ULP non-recoverable error (NRE)", [8] = "Invalid CID",
 }
 local nack_windows = { [0] = "data window", [1] = "request window" }
+-- RNR NACK timeout codes (spec 7.8, the InfiniBand RNR timer table; fc_rnr_timeout_10us)
+local rnr_timeouts = {}
+for code, ms in ipairs({ "0.01", "0.02", "0.03", "0.04", "0.06", "0.08", "0.12", "0.16",
+	"0.24", "0.32", "0.48", "0.64", "0.96", "1.28", "1.92", "2.56", "3.84", "5.12", "7.68",
+	"10.24", "15.36", "20.48", "30.72", "40.96", "61.44", "81.92", "122.88", "163.84",
+	"245.76", "327.68", "491.52" }) do
+	rnr_timeouts[code] = ms .. " ms"
+end
+rnr_timeouts[0] = "655.36 ms"
 
 -- RDMA opcodes (RDMA spec 8.1.3; docs/wire.md 5.1): [7:5] class, [4:0] operation
 local rdma_ops = {
@@ -249,7 +258,7 @@ fld(fal_f, "nack_code", ProtoField.uint32("falcon.nack_code", "NACK Code", base.
 fld(fal_f, "nack_rsvd", ProtoField.uint32("falcon.nack_reserved", "Reserved", base.HEX, nil,
 	0x00C0FF00))
 fld(fal_f, "rnr_timeout", ProtoField.uint32("falcon.rnr_timeout", "RNR NACK Timeout (code)",
-	base.DEC, nil, 0x003E0000))
+	base.DEC, rnr_timeouts, 0x003E0000))
 fld(fal_f, "window", ProtoField.uint32("falcon.window", "W (window)", base.DEC, nack_windows,
 	0x00010000))
 fld(fal_f, "ulp_nack_code", ProtoField.uint32("falcon.ulp_nack_code", "ULP NACK Code", base.HEX,
