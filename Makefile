@@ -171,6 +171,26 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 	printf '%#x' $$(( 0x$$h << 20 )) || echo 1)
 
 # ---------------------------------------------------------------------------
+# Wireshark: the Lua dissector (tools/wireshark/falcon.lua), installed into the Lua plugin
+# folder tshark reads (`tshark -G folders`, "Global Lua Plugins"; without tshark
+# $(PREFIX)/lib/<multiarch>/wireshark/plugins), and falcon-dump, the same fields read by
+# the project's decoders, which tests/e2e/test_dissector.sh compares with tshark's
+# ---------------------------------------------------------------------------
+DEB_PKGS += tshark
+FALCON_DUMP := $(BUILD)/tools/falcon-dump
+WIRESHARK_LUA_DIR ?= $(or $(shell tshark -G folders 2>/dev/null | \
+	awk -F'\t' '/^Global Lua Plugins:/ {print $$2}'),$(PREFIX)/lib/$(shell $(CC) -print-multiarch)/wireshark/plugins)
+$(FALCON_DUMP): tools/falcon-dump.c $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS)
+all: $(FALCON_DUMP) $(BUILD)/tests/e2e/dissector_load
+install: install-wireshark
+install-wireshark:
+	install -d $(DESTDIR)$(WIRESHARK_LUA_DIR)
+	install -m 644 tools/wireshark/falcon.lua $(DESTDIR)$(WIRESHARK_LUA_DIR)/
+.PHONY: install-wireshark
+
+# ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
 .PHONY: demo install e2e-chaos e2e-chaos-xdp bench-compare bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
@@ -196,7 +216,8 @@ test: deps
 		--suite sim-xdp --args "--xdp" $(BUILD)/tests/sim/test_pdl_sim \
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
-		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_router.sh \
+		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
+		tests/e2e/test_router.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 

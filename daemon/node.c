@@ -21,7 +21,8 @@ struct conn_slot {
 	struct fc_txn *t;  /* NULL: free */
 	uint32_t cid;      /* local CID while open */
 	uint32_t peer;
-	uint64_t remote_time; /* spec 9.2.2.2: the newest IV taken (encap->conn_check) */
+	uint64_t remote_time; /* spec 9.2.2.2: the newest IV taken (encap->conn_check); in
+			       * XDP mode the XDP entry's rx.remote_time is used instead */
 	uint8_t gen;       /* bumped at every reservation of the slot */
 	uint8_t reserved;  /* CID handed out, connection not open yet */
 };
@@ -113,6 +114,23 @@ struct fc_rdma *fc_node_rdma(struct fc_node *n) { return n->rdma; }
 struct fc_mr_table *fc_node_mrs(struct fc_node *n) { return n->mrs; }
 struct fc_txn_engine *fc_node_txn(struct fc_node *n) { return n->txn; }
 const struct fc_node_counters *fc_node_counters(const struct fc_node *n) { return &n->cnt; }
+
+/* The XDP program's entry of slot s (XDP mode), or NULL. */
+static struct fc_xdp_conn *xdp_entry(const struct fc_node *n, const struct conn_slot *s)
+{
+	uint32_t i = (uint32_t)(s - n->slot);
+
+	return n->cfg.xdp_conns && i < n->cfg.xdp_conns_n ? &n->cfg.xdp_conns[i] : NULL;
+}
+
+/* Where the replay check of slot s keeps the connection's remote time (9.2.2.2): in the
+ * XDP entry when there is one, so that XDP's read-only check sees the same value. */
+static uint64_t *remote_time_of(struct fc_node *n, struct conn_slot *s)
+{
+	struct fc_xdp_conn *x = xdp_entry(n, s);
+
+	return x ? (uint64_t *)&x->rx.remote_time : &s->remote_time;
+}
 
 static int same_addr(const struct fc_peer_addr *a, const struct fc_peer_addr *b)
 {
@@ -266,6 +284,7 @@ int fc_node_cc_apply(struct fc_node *n, const struct fc_cc_result *res)
 struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_conn_cfg *cfg)
 {
 	struct conn_slot *s = reserved_slot(n, cid);
+	struct fc_xdp_conn *x;
 	struct fc_txn *t;
 
 	if (!s || !cfg || s->peer == NO_PEER) {
@@ -277,12 +296,28 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 		cfg->cc_event = cc_event;
 		cfg->cc_ctx = n;
 	}
+	x = xdp_entry(n, s);
+	if (x) { /* retired at close; XDP ignores it until the CID is published below */
+		fc_store_rel32(&x->cid, 0);
+		cfg->rx = &x->rx;
+	}
 	t = fc_rdma_conn_open(n->rdma, cfg);
 	if (!t)
 		return NULL;
 	s->reserved = 0;
 	s->t = t;
 	s->remote_time = 0;
+	if (x) {
+		x->rx.remote_time = 0;
+		x->remote_cid = cfg->pdl.remote_cid;
+		x->flags = n->cfg.xdp_flags;
+		x->spi_sess = n->cfg.encap && n->cfg.encap->spi_sess ?
+			n->cfg.encap->spi_sess(n->cfg.encap_ctx, s->peer) & FC_XDP_SPI_SESS_MASK : 0;
+		x->replay_margin_ns = n->cfg.xdp_replay_margin_ns;
+		x->remote_port = n->cfg.io->peer_port ?
+			n->cfg.io->peer_port(n->cfg.io_ctx, &n->peers[s->peer]) : 0;
+		fc_store_rel32(&x->cid, cid); /* after the windows and the fields above */
+	}
 	return t;
 }
 
@@ -296,6 +331,8 @@ int fc_node_conn_close(struct fc_node *n, struct fc_txn *t)
 	rc = fc_rdma_conn_close(n->rdma, t);
 	if (rc)
 		return rc == -EINVAL ? -ENOENT : rc;
+	if (xdp_entry(n, s)) /* XDP stops taking its packets (their CID no longer matches) */
+		fc_store_rel32(&xdp_entry(n, s)->cid, 0);
 	if (n->rue)
 		fc_rue_forget(n->rue, s->cid);
 	else if (n->cfg.cc_forget)
@@ -310,7 +347,7 @@ int fc_node_conn_remote_time(struct fc_node *n, struct fc_txn *t, uint64_t remot
 
 	if (!s || s->t != t)
 		return -ENOENT;
-	s->remote_time = remote_ns;
+	*remote_time_of(n, s) = remote_ns;
 	return 0;
 }
 
@@ -352,7 +389,7 @@ static int rx_one(struct fc_node *n, struct fc_frame *f)
 		return 0;
 	}
 	if (n->cfg.encap && n->cfg.encap->conn_check &&
-	    (rc = n->cfg.encap->conn_check(n->cfg.encap_ctx, f, s->peer, &s->remote_time))) {
+	    (rc = n->cfg.encap->conn_check(n->cfg.encap_ctx, f, s->peer, remote_time_of(n, s)))) {
 		if (rc == -ESTALE)
 			n->cnt.rx_replay++;
 		else

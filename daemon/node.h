@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "falcon/xdp_conn.h"
 #include "rdma.h"
 #include "rue.h"
 #include "rx_meta.h"
@@ -64,6 +65,9 @@ struct fc_io_ops {
 	unsigned (*tx_send)(void *io, struct fc_frame *f, unsigned n);
 	/* Frames of tx_alloc the node did not fill (nothing more to send). */
 	void (*tx_return)(void *io, struct fc_frame *f, unsigned n);
+	/* The UDP port of a peer address (host order), for the ACKs XDP sends in XDP mode
+	 * (xdp_conn.h remote_port); 0 when the address has none. May be NULL. */
+	uint16_t (*peer_port)(void *io, const struct fc_peer_addr *a);
 };
 
 /* The encapsulation step between the engine and the backend (PSP in the security issue).
@@ -84,6 +88,9 @@ struct fc_encap_ops {
 	 * NACK comes of it. NULL: no check. */
 	int (*conn_check)(void *ctx, const struct fc_frame *f, uint32_t peer,
 			  uint64_t *remote_time);
+	/* The tunnel bits of the SPIs node peer `peer` sends under (xdp_conn.h spi_sess),
+	 * for the XDP program's SPI check; 0 when there is none yet. NULL: no PSP. */
+	uint32_t (*spi_sess)(void *ctx, uint32_t peer);
 };
 
 struct fc_node_cfg {
@@ -110,6 +117,16 @@ struct fc_node_cfg {
 	int (*cc_offer)(void *ctx, const struct fc_cc_event *ev, unsigned pred);
 	void (*cc_forget)(void *ctx, uint32_t cid);
 	void *cc_ctx;
+	/* XDP mode (DESIGN.md, "One sliding-window implementation, two users"): the XDP
+	 * program's falcon_conns array as mapped by the caller, xdp_conns_n entries indexed by
+	 * CID slot (xdp_conn.h). Each connection opened on a slot below xdp_conns_n runs its
+	 * receive windows in its entry, which the node publishes (remote CID, xdp_flags, SPI
+	 * tunnel, replay margin, then the CID) once the windows are initialised and retires
+	 * (CID 0) before the connection closes. NULL: windows in the engine's own memory. */
+	struct fc_xdp_conn *xdp_conns;
+	uint32_t xdp_conns_n;
+	uint32_t xdp_flags;             /* FC_XDP_CONN_* for every published entry */
+	uint64_t xdp_replay_margin_ns;  /* with FC_XDP_CONN_PSP: spec 9.2.2.2's margin */
 };
 
 /* Engine defaults (txn / rdma *_cfg_default, MTU 4096), 4096 MRs, 256 PDs, 64 peers. io

@@ -69,6 +69,19 @@ static int sec_conn_check(void *ctx, const struct fc_frame *f, uint32_t peer,
 	return 0;
 }
 
+/* The tunnel bits of the SPIs node peer `peer` sends under: its session + 1, as
+ * encap_psp.c's spi_make puts it in the low 16 bits (sec_conn_check's inverse). At
+ * connection setup, not per packet: a search over SESS_MAX sessions. */
+static uint32_t sec_spi_sess(void *ctx, uint32_t peer)
+{
+	struct fd_sec *s = ctx;
+
+	for (uint32_t i = 0; i < SESS_MAX; i++)
+		if (s->node_peer_of[i] == peer)
+			return i + 1u;
+	return 0;
+}
+
 /* "host:port" (IPv6 in brackets) of a configured peer into a socket address. */
 static int parse_cm_addr(const char *s, struct fc_peer_addr *out)
 {
@@ -161,7 +174,8 @@ struct fd_sec *fd_sec_new(struct fd_daemon *d)
 	}
 	s->ops = (struct fc_encap_ops){ .headroom = fc_encap_psp_ops.headroom,
 					.tailroom = fc_encap_psp_ops.tailroom, .seal = sec_seal,
-					.open = sec_open, .conn_check = sec_conn_check };
+					.open = sec_open, .conn_check = sec_conn_check,
+					.spi_sess = sec_spi_sess };
 	fc_hs_pub_to_base64(s->id.pub, b64);
 	LOG_I("falcond: security psp: %s, identity %s, %u peers allowed",
 	      s->cipher == FC_PSP_VER_AES_GCM_256 ? "AES-256-GCM" : "ChaCha20-Poly1305", b64,

@@ -873,7 +873,7 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 		errno = ENOMEM;
 		return NULL;
 	}
-	t->pdl = fc_pdl_new(&cfg->pdl, NULL, cfg->cc_event ? &pdl_ops_cc : &pdl_ops, t);
+	t->pdl = fc_pdl_new(&cfg->pdl, cfg->rx, cfg->cc_event ? &pdl_ops_cc : &pdl_ops, t);
 	if (!t->pdl) {
 		int err = errno;
 

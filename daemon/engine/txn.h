@@ -167,6 +167,10 @@ struct fc_txn_conn_cfg {
 	int (*cc_event)(void *cc_ctx, const struct fc_cc_event *ev, unsigned pred);
 	void (*reroute)(void *cc_ctx, uint32_t path);
 	void *cc_ctx;
+	/* where the connection's receive windows live (window.h): an entry of the XDP
+	 * program's mapped falcon_conns array in XDP mode (xdp_conn.h), NULL for memory of
+	 * the PDL's own (fc_pdl_new) */
+	struct fc_rx_state *rx;
 };
 
 /* PDL defaults, RSNs 0, 256-entry tables, no per-connection limits. */

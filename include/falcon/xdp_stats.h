@@ -9,11 +9,18 @@
  * Every packet the program sees adds 1 to FC_XDP_CNT_RX and to exactly one of
  * NOT_FALCON, FALCON_IPV4, FALCON_IPV6 (the last two count every packet whose UDP
  * destination port is the Falcon port). Each of those Falcon packets then adds 1 to
- * exactly one of FALCON_OK or DROP, and:
+ * exactly one of FALCON_OK (passed the integrity checks) or DROP, and:
  *   FALCON_OK: to ENCRYPTED (PSP version != NULL: the packet type is ciphertext) or to
- *              PKT_TYPE_0 + packet type (cleartext);
- *   DROP:      to exactly one DROP_* reason (spec 9.2.2.1 integrity checks).
- * IPV4_FRAG is informational: IPv4 UDP fragments, passed and also in NOT_FALCON.
+ *              PKT_TYPE_0 + packet type (cleartext); and to exactly one verdict of the
+ *              fast path: REDIRECT, DUP_ACKED, NO_XSK, NO_META or REJECT;
+ *   DROP:      to exactly one DROP_* reason (spec 9.2.2.1 integrity checks);
+ *   REJECT:    to exactly one REJECT_* reason (connection checks, 9.2.2.2-9.2.2.4, 9.2.3).
+ * So RX = NOT_FALCON + FALCON_IPV4 + FALCON_IPV6, FALCON_IPV4 + FALCON_IPV6 =
+ * FALCON_OK + DROP, FALCON_OK = REDIRECT + DUP_ACKED + NO_XSK + NO_META + REJECT.
+ * Informational, each a part of another counter: IPV4_FRAG (of NOT_FALCON: IPv4 UDP
+ * fragments, passed), MARKED (of REDIRECT: window marked, frame flagged
+ * FC_XDP_META_MARKED), ACK_ERR (of REDIRECT: a duplicate XDP could not answer, steered
+ * unmarked so that the daemon answers it).
  *
  * Compiles for BPF (after vmlinux.h) and for userspace; the names table is user-only.
  */
@@ -28,7 +35,7 @@ enum fc_xdp_cnt {
 	FC_XDP_CNT_IPV4_FRAG,    /* of NOT_FALCON: IPv4 UDP fragment (left to the stack) */
 	FC_XDP_CNT_FALCON_IPV4,  /* UDP to the Falcon port over IPv4 (valid or not) */
 	FC_XDP_CNT_FALCON_IPV6,  /* UDP to the Falcon port over IPv6 (valid or not) */
-	FC_XDP_CNT_FALCON_OK,    /* passed every check: XDP_PASS (later: redirect) */
+	FC_XDP_CNT_FALCON_OK,    /* passed the integrity checks; one fast-path verdict below */
 	FC_XDP_CNT_ENCRYPTED,    /* of FALCON_OK: PSP-encrypted, type not readable */
 	FC_XDP_CNT_DROP,         /* XDP_DROP, sum of the DROP_* reasons below */
 	/* Drop reasons, spec 9.2.2.1, in the order the program checks them. */
@@ -41,7 +48,27 @@ enum fc_xdp_cnt {
 	FC_XDP_CNT_DROP_VERSION,      /* Falcon version != 1 (spec 7.2) */
 	FC_XDP_CNT_DROP_PKT_TYPE,     /* reserved packet type (spec 7.2) */
 	FC_XDP_CNT_DROP_HDR_LEN,      /* header of the type (+ ICV) longer than the packet */
-	/* Cleartext Falcon packets that passed, by packet type (index = type). */
+	/* Fast-path verdicts: each FALCON_OK packet adds to exactly one of REDIRECT,
+	 * DUP_ACKED, NO_XSK, NO_META, REJECT (MARKED and ACK_ERR are parts of REDIRECT). */
+	FC_XDP_CNT_REDIRECT,  /* XDP_REDIRECT into the AF_XDP socket of its rx queue */
+	FC_XDP_CNT_MARKED,    /* of REDIRECT: fc_win_mark_rx found it new (meta MARKED) */
+	FC_XDP_CNT_ACK_ERR,   /* of REDIRECT: a duplicate not answered (frame could not be
+			       * resized): steered unmarked, the daemon answers it */
+	FC_XDP_CNT_DUP_ACKED, /* XDP_TX: duplicate or old (9.2.2.4), answered with a BACK */
+	FC_XDP_CNT_NO_XSK,    /* XDP_PASS: no AF_XDP socket on its rx queue (or it went away
+			       * before the redirect) */
+	FC_XDP_CNT_NO_META,   /* XDP_PASS: no headroom for struct fc_xdp_meta; nothing marked */
+	FC_XDP_CNT_REJECT,    /* XDP_DROP, sum of the REJECT_* reasons below */
+	/* Reject reasons, in the order the program checks them. */
+	FC_XDP_CNT_REJECT_UNKNOWN_CID, /* no connection in the CID's slot, or another CID */
+	FC_XDP_CNT_REJECT_MODE,        /* cleartext on a PSP connection or ciphertext on a
+					* security-none one */
+	FC_XDP_CNT_REJECT_BAD_SPI,     /* SPI 0 or not of the peer's tunnel (9.2.2.3) */
+	FC_XDP_CNT_REJECT_REPLAY,      /* IV older than remote time - margin (9.2.2.2) */
+	FC_XDP_CNT_REJECT_STALE_ACK,   /* ACK/NACK base below our transmit base (9.2.3) */
+	FC_XDP_CNT_REJECT_OOW,         /* beyond the window (9.2.2.4): OWN set, ACK asked */
+	/* Cleartext Falcon packets that passed the integrity checks, by packet type
+	 * (index = type). */
 	FC_XDP_CNT_PKT_TYPE_0,
 	FC_XDP_CNT_PKT_TYPE_LAST = FC_XDP_CNT_PKT_TYPE_0 + FC_PKT_TYPE_COUNT - 1,
 	FC_XDP_CNT_MAX
@@ -69,6 +96,19 @@ static inline const char *fc_xdp_cnt_name(unsigned int idx)
 		[FC_XDP_CNT_DROP_VERSION] = "drop_version",
 		[FC_XDP_CNT_DROP_PKT_TYPE] = "drop_pkt_type",
 		[FC_XDP_CNT_DROP_HDR_LEN] = "drop_hdr_len",
+		[FC_XDP_CNT_REDIRECT] = "redirect",
+		[FC_XDP_CNT_MARKED] = "marked",
+		[FC_XDP_CNT_ACK_ERR] = "ack_err",
+		[FC_XDP_CNT_DUP_ACKED] = "dup_acked",
+		[FC_XDP_CNT_NO_XSK] = "no_xsk",
+		[FC_XDP_CNT_NO_META] = "no_meta",
+		[FC_XDP_CNT_REJECT] = "reject",
+		[FC_XDP_CNT_REJECT_UNKNOWN_CID] = "reject_unknown_cid",
+		[FC_XDP_CNT_REJECT_MODE] = "reject_mode",
+		[FC_XDP_CNT_REJECT_BAD_SPI] = "reject_bad_spi",
+		[FC_XDP_CNT_REJECT_REPLAY] = "reject_replay",
+		[FC_XDP_CNT_REJECT_STALE_ACK] = "reject_stale_ack",
+		[FC_XDP_CNT_REJECT_OOW] = "reject_oow",
 		[FC_XDP_CNT_PKT_TYPE_0 + 0x0] = "pkt_pull_req",
 		[FC_XDP_CNT_PKT_TYPE_0 + 0x1] = "pkt_type_1",
 		[FC_XDP_CNT_PKT_TYPE_0 + 0x2] = "pkt_type_2",

@@ -374,6 +374,38 @@ static inline void pkt_ipv4_set_frag(struct pkt *p, uint16_t frag)
 	pkt_finish(p);
 }
 
+/* Falcon header word i (0-based, host value v, written big endian); word 0 is version |
+ * reserved | CID, word 1 the type word, words 2-5 of the base header rdbpsn, rrbpsn, PSN,
+ * RSN (spec 7.2); of BACK/EACK/NACK rdbpsn, rrbpsn, t1, t2 (7.7.1). Then pkt_finish(). */
+static inline void pkt_set_word(struct pkt *p, unsigned i, uint32_t v)
+{
+	pkt_wr32(p->b + p->falcon_off + 4 * i, v);
+}
+
+/* Falcon version 1 and a CID in word 0 (24 bits). */
+static inline void pkt_set_cid(struct pkt *p, uint32_t cid)
+{
+	pkt_set_word(p, 0, 1u << 28 | (cid & 0xFFFFFFu));
+}
+
+/* PSP SPI (bytes 4-7) and IV (bytes 8-15), big endian. */
+static inline void pkt_set_spi(struct pkt *p, uint32_t spi)
+{
+	pkt_wr32(p->b + p->psp_off + 4, spi);
+}
+
+static inline void pkt_set_iv(struct pkt *p, uint64_t iv)
+{
+	pkt_wr32(p->b + p->psp_off + 8, (uint32_t)(iv >> 32));
+	pkt_wr32(p->b + p->psp_off + 12, (uint32_t)iv);
+}
+
+/* IPv4 TTL / IPv6 hop limit. Then pkt_finish() (IPv4 header checksum). */
+static inline void pkt_set_ttl(struct pkt *p, uint8_t ttl)
+{
+	p->b[p->l3_off + (p->l3 == 4 ? 8 : 7)] = ttl;
+}
+
 /* A whole Falcon packet from s. */
 static inline void pkt_build(struct pkt *p, const struct pkt_spec *s)
 {

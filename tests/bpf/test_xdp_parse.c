@@ -2,9 +2,12 @@
 /*
  * test_xdp_parse.c - bpf/falcon_xdp.bpf.c under BPF_PROG_TEST_RUN.
  *
- * Every fixture states its verdict and the exact counter deltas (every counter not
- * listed must not move), and the output packet must equal the input (the program never
- * writes). Fixtures come from tests/bpf/pktbuild.h. Frames shorter than an Ethernet
+ * The integrity checks of spec 9.2.2.1 and the parser. Every fixture states its verdict
+ * and the exact counter deltas (every counter not listed must not move), and the output
+ * packet must equal the input (nothing here reaches a path that writes). Fixtures come
+ * from tests/bpf/pktbuild.h; their CID (PKT_CID) names no connection (falcon_conns is
+ * empty), so a packet that passes every integrity check is dropped as an unknown CID.
+ * The fast path behind the CID lookup: test_xdp_fast.c. Frames shorter than an Ethernet
  * header cannot be tried: BPF_PROG_TEST_RUN (kernel 6.18) refuses them with EINVAL. A load failure is a test failure
  * with libbpf's log printed, never a skip.
  */
@@ -154,22 +157,25 @@ static void expect_not_falcon(struct falcon_xdp *skel, const struct pkt *p, cons
 	run_pkt(skel, p, XDP_PASS, inc, N_OF(inc), what);
 }
 
+/* Passed every integrity check, counted by type, then dropped: no connection has its CID. */
 static void expect_valid(struct falcon_xdp *skel, const struct pkt *p, int ipv6, uint32_t type,
 			 const char *what)
 {
 	const uint32_t inc[] = { FC_XDP_CNT_RX, cnt_ip(ipv6), FC_XDP_CNT_FALCON_OK,
-				 FC_XDP_CNT_PKT_TYPE_0 + type };
+				 FC_XDP_CNT_PKT_TYPE_0 + type, FC_XDP_CNT_REJECT,
+				 FC_XDP_CNT_REJECT_UNKNOWN_CID };
 
-	run_pkt(skel, p, XDP_PASS, inc, N_OF(inc), what);
+	run_pkt(skel, p, XDP_DROP, inc, N_OF(inc), what);
 }
 
 static void expect_encrypted(struct falcon_xdp *skel, const struct pkt *p, int ipv6,
 			     const char *what)
 {
 	const uint32_t inc[] = { FC_XDP_CNT_RX, cnt_ip(ipv6), FC_XDP_CNT_FALCON_OK,
-				 FC_XDP_CNT_ENCRYPTED };
+				 FC_XDP_CNT_ENCRYPTED, FC_XDP_CNT_REJECT,
+				 FC_XDP_CNT_REJECT_UNKNOWN_CID };
 
-	run_pkt(skel, p, XDP_PASS, inc, N_OF(inc), what);
+	run_pkt(skel, p, XDP_DROP, inc, N_OF(inc), what);
 }
 
 static void expect_drop(struct falcon_xdp *skel, const struct pkt *p, int ipv6, uint32_t reason,
@@ -197,7 +203,7 @@ static void test_load_info(void **state)
 	printf("falcon_xdp_rx: %u instructions verified, %u xlated, %u bytes jited\n",
 	       info.verified_insns, info.xlated_prog_len / 8, info.jited_prog_len);
 	assert_true(info.verified_insns > 0);
-	/* budget: parsing must stay far below the 1M-instruction verifier limit */
+	/* budget: the fast path must stay far below the 1M-instruction verifier limit */
 	assert_true(info.verified_insns < 100000);
 }
 
@@ -225,14 +231,15 @@ static void test_back_layout(void **state)
 	struct falcon_xdp *skel = skel_of(state);
 	struct pkt_spec s = pkt_spec_default(PKT_T_BACK);
 	const uint32_t inc[] = { FC_XDP_CNT_RX, FC_XDP_CNT_FALCON_IPV4, FC_XDP_CNT_FALCON_OK,
-				 FC_XDP_CNT_PKT_TYPE_0 + 9 };
+				 FC_XDP_CNT_PKT_TYPE_0 + 9, FC_XDP_CNT_REJECT,
+				 FC_XDP_CNT_REJECT_UNKNOWN_CID };
 	uint32_t w01[2];
 	struct pkt p;
 
 	pkt_build(&p, &s);
 	assert_int_equal(p.len, sizeof(want));
 	assert_memory_equal(p.b, want, sizeof(want));
-	run_frame(skel, want, sizeof(want), XDP_PASS, inc, N_OF(inc), "BACK literal");
+	run_frame(skel, want, sizeof(want), XDP_DROP, inc, N_OF(inc), "BACK literal");
 	/* and the wire.h accessors read the same fields (from an aligned copy) */
 	assert_int_equal(p.falcon_off, 14 + 20 + 8 + 16);
 	memcpy(w01, want + p.falcon_off, sizeof(w01));

@@ -64,6 +64,8 @@ static const struct fc_encap_ops t_encap = {
 
 /* what setup_pair gives the nodes besides the encapsulation */
 static const struct fc_rue_cfg *pair_rue;
+static struct fc_xdp_conn *pair_xdp[2]; /* XDP mode: each node's falcon_conns array */
+#define PAIR_XDP_N 8u
 static struct fc_encap_null null_enc[2];
 static uint64_t fake_now_ns;
 static uint64_t fake_clock(void) { return fake_now_ns; }
@@ -87,6 +89,11 @@ static void setup_pair(const struct fc_encap_ops *encap, uint32_t max_conns)
 		nc.encap_ctx = encap == &fc_encap_null_ops ? &null_enc[x] : NULL;
 		nc.rue = pair_rue;
 		nc.txn.max_conns = nc.rdma.max_conns = max_conns;
+		if (pair_xdp[x]) {
+			nc.xdp_conns = pair_xdp[x];
+			nc.xdp_conns_n = PAIR_XDP_N;
+			nc.xdp_flags = FC_XDP_CONN_WINDOW;
+		}
 		assert_int_equal(np_host_init(&H[x], &nc, MEM, IOVA, 256, &pa, 3u + (uint32_t)x), 0);
 	}
 	fc_txn_conn_cfg_default(&cc);
@@ -450,6 +457,62 @@ static void test_backend_pressure(void **state)
 }
 
 /* The CM's two steps and the CID table. */
+/* XDP mode: each connection's windows live in its slot's entry of the XDP program's
+ * array, published with the peer's CID once they are set up, retired at close; the
+ * engine acknowledges in that memory and publishes its transmit bases there (the stale
+ * ACK check XDP runs, 9.2.3). */
+static void test_xdp_entries(void **state)
+{
+	static struct fc_xdp_conn xa[PAIR_XDP_N], xb[PAIR_XDP_N];
+	struct fc_xdp_conn *e[2];
+	struct fc_txn_conn_cfg cc;
+	uint32_t base_rx, base_tx, cid;
+	struct fc_txn *t;
+
+	(void)state;
+	memset(xa, 0xA5, sizeof(xa)); /* stale bytes: the node must set what XDP reads */
+	memset(xb, 0xA5, sizeof(xb));
+	pair_xdp[0] = xa;
+	pair_xdp[1] = xb;
+	setup_pair(&fc_encap_null_ops, 4);
+	pair_xdp[0] = pair_xdp[1] = NULL;
+	for (int x = 0; x < 2; x++) {
+		uint32_t lc = fc_txn_local_cid(conn[x]);
+
+		e[x] = &(x ? xb : xa)[lc & FC_XDP_SLOT_MASK];
+		assert_int_equal(e[x]->cid, lc);
+		assert_int_equal(e[x]->remote_cid, fc_txn_local_cid(conn[1 - x]));
+		assert_int_equal(e[x]->flags, FC_XDP_CONN_WINDOW);
+		assert_int_equal(e[x]->spi_sess, 0); /* no PSP */
+		assert_ptr_equal(fc_pdl_rx_state(fc_txn_pdl(conn[x])), &e[x]->rx);
+	}
+	base_rx = e[1]->rx.data.base;
+	base_tx = e[0]->rx.tx_bpsn[FC_WIN_DATA];
+	assert_int_equal(write_1k(1000), FC_WC_SUCCESS);
+	assert_memory_equal(H[1].mem + 4096, H[0].mem, 1024);
+	/* the receiver took the Push Data in the shared window and moved its base ... */
+	assert_int_equal(e[1]->rx.data.base, base_rx + 1);
+	/* ... and the sender published the data base the ACK moved */
+	assert_int_equal(e[0]->rx.tx_bpsn[FC_WIN_DATA], base_tx + 1);
+	assert_int_equal(e[0]->rx.tx_bpsn[FC_WIN_DATA],
+			 fc_load_acq32(&e[1]->rx.data.base));
+	/* a connection without a QP: published at open, retired at close */
+	fc_txn_conn_cfg_default(&cc);
+	cc.pdl.remote_cid = 0x4242;
+	assert_int_equal(fc_node_cid_reserve(H[0].n, H[0].peer, &cid), 0);
+	assert_int_equal(xa[cid & FC_XDP_SLOT_MASK].cid, 0xA5A5A5A5u); /* reserved only */
+	t = fc_node_conn_open(H[0].n, cid, &cc);
+	assert_non_null(t);
+	assert_int_equal(xa[cid & FC_XDP_SLOT_MASK].cid, cid);
+	assert_int_equal(xa[cid & FC_XDP_SLOT_MASK].remote_cid, 0x4242);
+	assert_int_equal(xa[cid & FC_XDP_SLOT_MASK].rx.remote_time, 0);
+	assert_int_equal(fc_node_conn_remote_time(H[0].n, t, 123456789), 0);
+	assert_int_equal(xa[cid & FC_XDP_SLOT_MASK].rx.remote_time, 123456789);
+	assert_int_equal(fc_node_conn_close(H[0].n, t), 0);
+	assert_int_equal(xa[cid & FC_XDP_SLOT_MASK].cid, 0);
+	teardown();
+}
+
 static void test_cid_lifecycle(void **state)
 {
 	struct fc_txn_conn_cfg cc;
@@ -510,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_encap_failures),
 		cmocka_unit_test(test_backend_pressure),
 		cmocka_unit_test(test_cid_lifecycle),
+		cmocka_unit_test(test_xdp_entries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
