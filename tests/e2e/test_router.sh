@@ -153,9 +153,18 @@ td_stop
 # --- with falcond --io xdp: B's XDP answers the duplicates, falcond never sees them ---
 if "$FALCOND" --help 2>&1 | grep -q -- '--io .*xdp'; then
 	XARGS="$DARGS --io xdp"
+	# MTU 3000 on both links: a single-buffer XDP program attaches to a veth only while
+	# the veth's peer has at most about 3500 bytes of MTU (falcond falls back to udp
+	# above); the frames of --mtu 2048 fit
+	ip -n "$NR_NS_A" link set "$NR_IF_A" mtu 3000 && ip -n "$NR_NS_R" link set "$NR_IF_RA" mtu 3000 &&
+	ip -n "$NR_NS_R" link set "$NR_IF_RB" mtu 3000 && ip -n "$NR_NS_B" link set "$NR_IF_B" mtu 3000
 	if ! td_start "$XARGS" "$XARGS"; then
 		e2e_fail "daemons start with --io xdp"
+	elif ! "$FALCONCTL" -j -r "$TD_DIR/b" xdp | grep -q '"program":{'; then
+		e2e_fail "--io xdp: B's falcond runs XDP (it says: $(grep -m1 -i xdp "$TD_DIR/b.log"))"
+		td_stop
 	else
+		e2e_ok "--io xdp: B's falcond runs its XDP program"
 		xdp_dup() { # B's XDP duplicate counter (falconctl xdp -j)
 			num dup_acked "$("$FALCONCTL" -j -r "$TD_DIR/b" xdp)"
 		}
