@@ -11,7 +11,8 @@
 #     drops likewise, B receiving N fewer (and the transfer verified all the same);
 #   - with falcond --io xdp (only when this build has it): B's XDP answers the N
 #     duplicates (its duplicate counter rises by N) and falcond's receive counter does not.
-# Needs root (namespaces, XDP); says so and counts nothing without.
+# Needs root (namespaces, XDP); says so and counts nothing without. Every transfer is
+# bounded in time (timeout: 120 s, the long one 1 s per MiB + 120 s).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/e2e/lib.sh
@@ -90,7 +91,7 @@ PORT_B=$((TD_BASE + 2)) PORT_A=$TD_BASE
 # --- chaos: drop 5 %, duplicate 1 % of the data packets both ways ---
 "$RCTL" set "$PIN" port=$PORT_B port2=$PORT_A drop_ppm=50000 dup_ppm=10000
 e2e_check "router chaos: $ROUTER_MIB MiB WRITE + READ verified through R dropping 5 % and duplicating 1 %" \
-	"$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" "$ROUTER_MIB"
+	timeout $((ROUTER_MIB + 120)) "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" "$ROUTER_MIB"
 "$RCTL" set "$PIN" drop_ppm=0 dup_ppm=0
 "$RCTL" stats "$PIN"
 tgt=$(rget target) drp=$(rget drop_rate) dup=$(rget dup) fail=$(rget dup_fail_pass)
@@ -118,7 +119,7 @@ dup0=$(rget dup) dupb0=$(rget dup_budget) tgt0=$(rget target)
 a_tx0=$(dstat a tx_frames) b_rx0=$(dstat b rx_frames) rcv0=$(rcvbuf_errs)
 "$RCTL" set "$PIN" dup_budget="$DUP_N"
 e2e_check "a transfer through R while it duplicates the next $DUP_N data packets to B" \
-	"$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
+	timeout 120 "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
 e2e_check "the router spent its budget of $DUP_N duplicates" "$RCTL" wait "$PIN" dup_budget 10000
 settle || echo "(daemon counters still moving after 5 s)"
 d_dup=$(( $(rget dup) - dup0 )) d_dupb=$(( $(rget dup_budget) - dupb0 )) d_tgt=$(( $(rget target) - tgt0 ))
@@ -138,7 +139,7 @@ drb0=$(rget drop_budget)
 a_tx0=$(dstat a tx_frames) b_rx0=$(dstat b rx_frames) rcv0=$(rcvbuf_errs)
 "$RCTL" set "$PIN" drop_budget="$DROP_N"
 e2e_check "a transfer through R while it drops the next $DROP_N data packets to B" \
-	"$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
+	timeout 120 "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
 e2e_check "the router spent its budget of $DROP_N drops" "$RCTL" wait "$PIN" drop_budget 10000
 settle || echo "(daemon counters still moving after 5 s)"
 d_drb=$(( $(rget drop_budget) - drb0 ))
@@ -170,12 +171,12 @@ if "$FALCOND" --help 2>&1 | grep -q -- '--io .*xdp'; then
 		}
 		"$RCTL" set "$PIN" port=$((TD_BASE + 2)) port2=0 drop_ppm=0 dup_ppm=0
 		e2e_check "--io xdp: a transfer through R" \
-			"$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
+			timeout 120 "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
 		settle
 		x0=$(xdp_dup) a_tx0=$(dstat a tx_frames) b_rx0=$(dstat b rx_frames) dup0=$(rget dup)
 		"$RCTL" set "$PIN" dup_budget="$DUP_N"
 		e2e_check "--io xdp: a transfer while R duplicates $DUP_N data packets to B" \
-			"$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
+			timeout 120 "$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 4
 		"$RCTL" wait "$PIN" dup_budget 10000
 		settle
 		d_x=$(( $(xdp_dup) - x0 )) d_dup=$(( $(rget dup) - dup0 ))
