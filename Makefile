@@ -15,6 +15,9 @@
 #   make bench-netns  falcon-perf beside iperf3 and sockperf on a veth pair (root)
 #   make demo         two falcond on 127.0.0.1 and a client through every operation
 #   make e2e-chaos    1 GiB of verified RDMA between two namespaces with loss (root)
+#   make e2e-chaos-xdp 1 GiB of verified RDMA through a router namespace whose XDP program
+#                     drops and duplicates (root)
+#   make bench-compare falcon beside TCP, UDP, UCX, libfabric on one veth pair (root)
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
 
@@ -31,7 +34,7 @@ FUZZ_SMOKE_SECONDS ?= 8
 
 # Debian packages the project needs to build and test. Installed by `make deps`.
 DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
-	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind systemd man-db
+	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
@@ -168,9 +171,29 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 	printf '%#x' $$(( 0x$$h << 20 )) || echo 1)
 
 # ---------------------------------------------------------------------------
+# Wireshark: the Lua dissector (tools/wireshark/falcon.lua), installed into the Lua plugin
+# folder tshark reads (`tshark -G folders`, "Global Lua Plugins"; without tshark
+# $(PREFIX)/lib/<multiarch>/wireshark/plugins), and falcon-dump, the same fields read by
+# the project's decoders, which tests/e2e/test_dissector.sh compares with tshark's
+# ---------------------------------------------------------------------------
+DEB_PKGS += tshark
+FALCON_DUMP := $(BUILD)/tools/falcon-dump
+WIRESHARK_LUA_DIR ?= $(or $(shell tshark -G folders 2>/dev/null | \
+	awk -F'\t' '/^Global Lua Plugins:/ {print $$2}'),$(PREFIX)/lib/$(shell $(CC) -print-multiarch)/wireshark/plugins)
+$(FALCON_DUMP): tools/falcon-dump.c $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS)
+all: $(FALCON_DUMP) $(BUILD)/tests/e2e/dissector_load
+install: install-wireshark
+install-wireshark:
+	install -d $(DESTDIR)$(WIRESHARK_LUA_DIR)
+	install -m 644 tools/wireshark/falcon.lua $(DESTDIR)$(WIRESHARK_LUA_DIR)/
+.PHONY: install-wireshark
+
+# ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo install e2e-chaos bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo install e2e-chaos e2e-chaos-xdp bench-compare bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -178,7 +201,7 @@ deps:
 	@scripts/deps.sh $(DEB_PKGS)
 
 # the other stacks the netns benchmark measures falcon against
-BENCH_PKGS := iperf3 sockperf
+BENCH_PKGS := iperf3 sockperf ucx-utils libfabric-bin gnuplot-nox
 bench-deps: deps
 	@scripts/deps.sh $(BENCH_PKGS)
 
@@ -193,7 +216,8 @@ test: deps
 		--suite sim-xdp --args "--xdp" $(BUILD)/tests/sim/test_pdl_sim \
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
-		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_xdp.sh \
+		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
+		tests/e2e/test_router.sh tests/e2e/test_xdp.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -268,6 +292,28 @@ bench-psp: $(BUILD)/bench/psp_bench
 # pair between two namespaces, in the same run (root; bench/netns_compare.sh)
 bench-netns: bench-deps all
 	@BUILD=$(BUILD) bench/netns_compare.sh
+
+# ---------------------------------------------------------------------------
+# the test router: three namespaces A - R - B, an XDP chaos program on R's ports
+# (tests/bpf/falcon_router.bpf.c, its controller tests/e2e/router_ctl.c,
+# scripts/netns-router.sh, tests/e2e/test_router.sh), and bench/compare.sh
+# ---------------------------------------------------------------------------
+ROUTER_CTL := $(BUILD)/tests/e2e/router_ctl
+$(ROUTER_CTL): tests/e2e/router_ctl.c tests/bpf/falcon_router.h $(BUILD)/bpf/falcon_router.skel.h
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -I$(BUILD)/bpf $< -o $@ $(ALL_LDFLAGS) -lbpf -lelf -lz
+DAEMON_ALL += $(ROUTER_CTL)
+
+# the router chaos run at full length: E2E_ROUTER_MIB (1 GiB) of verified WRITEs and READs
+# through the router dropping 5 % and duplicating 1 % of the Falcon packets (root)
+E2E_ROUTER_MIB ?= 1024
+e2e-chaos-xdp: all
+	@E2E_ROUTER_MIB=$(E2E_ROUTER_MIB) BUILD=$(BUILD) tests/e2e/test_router.sh
+
+# falcon beside kernel TCP/UDP, UCX and libfabric on one veth pair, one table, ratios,
+# a chart (root; bench/compare.sh writes docs/performance.md's comparison section)
+bench-compare: bench-deps all
+	@BUILD=$(BUILD) bench/compare.sh
 
 # Congestion control in the simulator: N = 2, 8, 32 flows through one bottleneck (table).
 bench-sim: $(BUILD)/bench/sim_cc

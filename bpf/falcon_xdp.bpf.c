@@ -20,8 +20,10 @@
  *         runs the windows;
  *       FC_XDP_CONN_WINDOW (security none, PSP version NULL): ACK/EACK/NACK with a base
  *         below our transmit base dropped (9.2.3), others steered; Push Data, Pull
- *         Request, Pull Data run fc_win_mark_rx (9.2.2.4): new -> redirected flagged
- *         MARKED; duplicate or old -> answered with a BACK built in place (XDP_TX);
+ *         Request, Pull Data run fc_win_xdp_mark (9.2.2.4, window.h's XDP contract):
+ *         new, or received but not yet taken by the engine -> redirected flagged
+ *         MARKED; duplicate of a packet the engine has, or old -> answered with a BACK
+ *         built in place (XDP_TX);
  *         out of window -> dropped, OWN and AR-pending set for the daemon's next EACK;
  *         Resync steered unmarked;
  *       neither flag: steered unmarked.
@@ -540,11 +542,12 @@ static __always_inline int fc_xdp_window(struct xdp_md *ctx, struct fc_xdp_pkt *
 	if (r)
 		return fc_xdp_pass(r, cc);
 
-	/* spec 9.2.2.4, exactly as the engine would (pdl.c rx_verdict): Pull Request in the
-	 * request window, the others in the data window; all but Push Data acknowledged at
-	 * once (a Push Data's ACK waits for the ULP) */
+	/* spec 9.2.2.4 under the XDP contract (window.h): Pull Request in the request window,
+	 * the others in the data window, marked received only; the engine acknowledges what
+	 * it has taken, so a marked packet lost before the daemon (AF_XDP ring full) passes
+	 * again when the sender retransmits it, and only what the engine has is answered */
 	w = type == FC_PKT_PULL_REQ ? &c->rx.req : &c->rx.data;
-	v = fc_win_mark_rx(w, psn, type != FC_PKT_PUSH_DATA);
+	v = fc_win_xdp_mark(w, psn);
 	switch (v) {
 	case FC_WIN_NEW:
 		return fc_xdp_redirect(ctx, FC_XDP_META_MARKED, cc);

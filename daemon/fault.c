@@ -195,11 +195,19 @@ static unsigned f_tx_send(void *io, struct fc_frame *fr, unsigned n)
 	return kept + sent > n ? n : kept + sent;
 }
 
+static uint16_t f_peer_port(void *io, const struct fc_peer_addr *a)
+{
+	struct fc_fault *f = io;
+
+	return f->inner->peer_port ? f->inner->peer_port(f->ictx, a) : 0;
+}
+
 const struct fc_io_ops fc_fault_ops = {
 	.name = "fault",
 	.tx_alloc = f_tx_alloc,
 	.tx_send = f_tx_send,
 	.tx_return = f_tx_return,
+	.peer_port = f_peer_port,
 };
 
 /* ---- receive ---- */

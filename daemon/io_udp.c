@@ -71,6 +71,21 @@ int fc_io_udp_peer_addr(const struct sockaddr *sa, socklen_t len, struct fc_peer
 	return normalize(sa, len, out);
 }
 
+uint16_t fc_io_udp_peer_port(void *io, const struct fc_peer_addr *a)
+{
+	struct sockaddr_storage ss;
+
+	(void)io;
+	if (!a || a->len < sizeof(struct sockaddr_in) || a->len > sizeof(ss))
+		return 0;
+	memcpy(&ss, a->bytes, a->len);
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6 && a->len >= sizeof(struct sockaddr_in6))
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
 static void set_opt(int fd, int level, int name, int v)
 {
 	/* best effort: a missing option costs a figure (hops, ECN), not correctness */
@@ -293,7 +308,7 @@ static unsigned udp_tx_send(void *ctx, struct fc_frame *f, unsigned n)
 
 const struct fc_io_ops fc_io_udp_ops = {
 	.name = "udp", .tx_alloc = udp_tx_alloc, .tx_send = udp_tx_send,
-	.tx_return = udp_tx_return,
+	.tx_return = udp_tx_return, .peer_port = fc_io_udp_peer_port,
 };
 
 /* ---- receive ---- */

@@ -48,6 +48,9 @@ const struct fc_io_udp_stats *fc_io_udp_stats(const struct fc_io_udp *io);
 
 /* A node peer address from a socket address. Returns 0 or -EINVAL (family, length). */
 int fc_io_udp_peer_addr(const struct sockaddr *sa, socklen_t len, struct fc_peer_addr *out);
+/* The port of such an address, host order (0: not an AF_INET / AF_INET6 address); the
+ * io ops' peer_port (io unused). */
+uint16_t fc_io_udp_peer_port(void *io, const struct fc_peer_addr *a);
 
 /* A step between the socket and the node for every received batch (falcond's fault
  * injection, fault.h): it may drop, repeat, reorder or change frames in f[0..n) and

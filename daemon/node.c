@@ -314,6 +314,8 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 		x->spi_sess = n->cfg.encap && n->cfg.encap->spi_sess ?
 			n->cfg.encap->spi_sess(n->cfg.encap_ctx, s->peer) & FC_XDP_SPI_SESS_MASK : 0;
 		x->replay_margin_ns = n->cfg.xdp_replay_margin_ns;
+		x->remote_port = n->cfg.io->peer_port ?
+			n->cfg.io->peer_port(n->cfg.io_ctx, &n->peers[s->peer]) : 0;
 		fc_store_rel32(&x->cid, cid); /* after the windows and the fields above */
 	}
 	return t;

@@ -65,6 +65,9 @@ struct fc_io_ops {
 	unsigned (*tx_send)(void *io, struct fc_frame *f, unsigned n);
 	/* Frames of tx_alloc the node did not fill (nothing more to send). */
 	void (*tx_return)(void *io, struct fc_frame *f, unsigned n);
+	/* The UDP port of a peer address (host order), for the ACKs XDP sends in XDP mode
+	 * (xdp_conn.h remote_port); 0 when the address has none. May be NULL. */
+	uint16_t (*peer_port)(void *io, const struct fc_peer_addr *a);
 };
 
 /* The encapsulation step between the engine and the backend (PSP in the security issue).

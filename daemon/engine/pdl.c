@@ -824,25 +824,30 @@ static void piggyback(struct fc_pdl *p, uint32_t rrbpsn, uint32_t rdbpsn);
 static int queue_nack(struct fc_pdl *p, struct fc_win *w, enum fc_win_id win, uint32_t psn,
 		      const struct fc_pdl_nack *nk);
 
-/* The window verdict of data packet f. XDP (DESIGN.md, one window, two users) runs
- * fc_win_mark_rx on the shared window before the packet reaches us and passes only what
- * it found new: such a packet is ours to process exactly once, so it is taken as NEW when
- * its slot does show it received. A packet flagged so whose slot does not (cannot happen
- * with our XDP program) is counted and classified here as usual. */
+/* The window verdict of data packet f. XDP (DESIGN.md, one window, two users) marks the
+ * shared window before the packet reaches us and passes what the engine has not taken
+ * yet (window.h, "The XDP contract"): such a packet is taken here exactly once
+ * (fc_win_take), a second copy of it is a duplicate. A packet flagged so whose slot does
+ * not show it received (cannot happen with our XDP program) is counted and classified
+ * here as usual. Whatever we mark ourselves is SEEN at once, so that XDP answers its
+ * duplicates. */
 static enum fc_win_verdict rx_verdict(struct fc_pdl *p, struct fc_win *w,
 				      const struct fc_falcon_pkt *f, int xdp_marked)
 {
 	int push = f->type == FC_PKT_PUSH_DATA;
 
 	if (xdp_marked && f->type != FC_PKT_RESYNC) {
-		if (fc_win_classify(fc_load_acq32(&w->base), w->size, f->psn) == FC_WIN_NEW &&
-		    (fc_win_flags(w, f->psn) & FC_SLOT_RX)) {
+		int r = fc_win_take(w, f->psn, !push);
+
+		if (r == 0) {
 			p->cnt.rx_xdp_marked++;
 			return FC_WIN_NEW;
 		}
+		if (r == 1)
+			return FC_WIN_DUP;
 		p->cnt.rx_xdp_unmarked++;
 	}
-	return fc_win_mark_rx(w, f->psn, !push);
+	return fc_win_mark_flags(w, f->psn, FC_SLOT_SEEN | (push ? 0 : FC_SLOT_ACK));
 }
 
 static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx_ns, uint64_t now,
@@ -928,15 +933,16 @@ int fc_pdl_ulp_ack(struct fc_pdl *p, uint32_t psn, uint64_t now)
  * a retransmission (after RNR) or the Resync (after CIE/NRE/CID) must be accepted. */
 static int win_unreceive(struct fc_win *w, uint32_t psn)
 {
-	__u64 rx = fc_slot_make(psn, FC_SLOT_RX), rxack = rx | FC_SLOT_ACK;
-	__u64 *slot = fc_win_slot(w, psn);
+	__u64 *slot = fc_win_slot(w, psn), s;
 
 	if (fc_win_classify(fc_load_acq32(&w->base), w->size, psn) != FC_WIN_NEW)
 		return -ENOENT;
-	if (fc_cas64(slot, rx, fc_slot_make(psn, 0)) == rx)
-		return 0;
-	/* a Pull Request is acknowledged on receipt; its NACK (resource) un-acks it */
-	return fc_cas64(slot, rxack, fc_slot_make(psn, 0)) == rxack ? 0 : -ENOENT;
+	/* received (a Pull Request also acknowledged on receipt: its NACK un-acks it),
+	 * SEEN or not; single owner once RX is set, so one CAS */
+	s = fc_load64(slot);
+	if ((__u32)(s >> 32) != psn || !(s & FC_SLOT_RX))
+		return -ENOENT;
+	return fc_cas64(slot, s, fc_slot_make(psn, 0)) == s ? 0 : -ENOENT;
 }
 
 /* Un-receive psn and queue its NACK. Returns 0, -EINVAL, -ENOENT or -EAGAIN. */

@@ -44,6 +44,8 @@
 
 #define FC_SLOT_RX 0x1ull  /* received (data-rx-bitmap) */
 #define FC_SLOT_ACK 0x2ull /* acknowledged (data-ack-bitmap / req-bitmap) */
+#define FC_SLOT_SEEN 0x4ull /* the engine has processed the packet (XDP mode: XDP marks RX
+			     * alone, the engine adds SEEN, and ACK when it acknowledges) */
 
 /* Atomics usable from both worlds. BPF has no acquire/release loads; on every JIT the
  * kernel ships, a volatile 32-bit load is single-copy atomic and the slot CAS below is a
@@ -150,14 +152,12 @@ static inline enum fc_win_verdict fc_win_check(struct fc_win *w, __u32 psn)
 	return (s & FC_SLOT_RX) ? FC_WIN_DUP : FC_WIN_NEW;
 }
 
-/* Sliding window check and commit of spec 9.2.2.4: marks psn received (and acknowledged
- * too when ack_now, i.e. every packet type except Push Data, whose ACK waits for the ULP).
- * An out-of-window PSN sets OWN. Safe on any number of CPUs at once. */
-static inline enum fc_win_verdict fc_win_mark_rx(struct fc_win *w, __u32 psn, int ack_now)
+/* fc_win_mark_rx with the flags to set (FC_SLOT_RX and any of ACK, SEEN). */
+static inline enum fc_win_verdict fc_win_mark_flags(struct fc_win *w, __u32 psn, __u64 flags)
 {
 	__u32 base = fc_load_acq32(&w->base);
 	enum fc_win_verdict v = fc_win_classify(base, w->size, psn);
-	__u64 *slot, want, old;
+	__u64 *slot, old;
 
 	if (v == FC_WIN_OOW) {
 		fc_fetch_or64(&w->own, 1);
@@ -166,8 +166,7 @@ static inline enum fc_win_verdict fc_win_mark_rx(struct fc_win *w, __u32 psn, in
 	if (v != FC_WIN_NEW)
 		return v;
 	slot = fc_win_slot(w, psn);
-	want = fc_slot_make(psn, FC_SLOT_RX | (ack_now ? FC_SLOT_ACK : 0));
-	old = fc_cas64(slot, fc_slot_make(psn, 0), want);
+	old = fc_cas64(slot, fc_slot_make(psn, 0), fc_slot_make(psn, FC_SLOT_RX | flags));
 	if (old == fc_slot_make(psn, 0))
 		return FC_WIN_NEW;
 	if ((__u32)(old >> 32) != psn)
@@ -175,16 +174,75 @@ static inline enum fc_win_verdict fc_win_mark_rx(struct fc_win *w, __u32 psn, in
 	return FC_WIN_DUP;
 }
 
+/* Sliding window check and commit of spec 9.2.2.4: marks psn received (and acknowledged
+ * too when ack_now, i.e. every packet type except Push Data, whose ACK waits for the ULP).
+ * An out-of-window PSN sets OWN. Safe on any number of CPUs at once. */
+static inline enum fc_win_verdict fc_win_mark_rx(struct fc_win *w, __u32 psn, int ack_now)
+{
+	return fc_win_mark_flags(w, psn, ack_now ? FC_SLOT_ACK : 0);
+}
+
+/*
+ * The XDP contract (XDP mode). XDP marks a packet received (RX alone) and passes it to
+ * the daemon, whose engine takes it (fc_win_take: SEEN, and ACK for all but Push Data).
+ * A marked packet can still be lost on its way (the AF_XDP ring was full), so a packet
+ * whose slot shows RX but not SEEN is no duplicate for XDP: it passes again, and the
+ * engine, which runs one packet at a time, takes exactly one of the copies. Only what
+ * the engine has taken (SEEN) is answered by XDP as a duplicate. Nothing is acknowledged
+ * to the sender before the engine has the packet.
+ *
+ * fc_win_xdp_mark: XDP's side. NEW: pass it on, marked; DUP / OLD: a duplicate of a
+ * packet the engine has, answer it; OOW: dropped, OWN set.
+ */
+static inline enum fc_win_verdict fc_win_xdp_mark(struct fc_win *w, __u32 psn)
+{
+	enum fc_win_verdict v = fc_win_mark_flags(w, psn, 0);
+	__u64 s;
+
+	if (v != FC_WIN_DUP)
+		return v;
+	s = fc_load64(fc_win_slot(w, psn));
+	if ((__u32)(s >> 32) == psn && !(s & FC_SLOT_SEEN))
+		return FC_WIN_NEW; /* received, not taken yet: perhaps lost after marking */
+	return FC_WIN_DUP;
+}
+
+/* The engine's side: take a packet XDP passed as new, exactly once: set SEEN (and ACK
+ * when ack_now). Returns 0 when this call took it, 1 when it was taken before (a
+ * duplicate), 2 when psn is not a received PSN of the window (then classify it as
+ * usual). Single owner: only the engine changes a slot that shows RX, so the CAS
+ * succeeds at once; the bound is for safety. */
+static inline int fc_win_take(struct fc_win *w, __u32 psn, int ack_now)
+{
+	__u64 *slot = fc_win_slot(w, psn), s;
+	int i;
+
+	if (fc_win_classify(fc_load_acq32(&w->base), w->size, psn) != FC_WIN_NEW)
+		return 2;
+	for (i = 0; i < 4; i++) {
+		s = fc_load64(slot);
+		if ((__u32)(s >> 32) != psn || !(s & FC_SLOT_RX))
+			return 2;
+		if (s & FC_SLOT_SEEN)
+			return 1;
+		if (fc_cas64(slot, s, s | FC_SLOT_SEEN | (ack_now ? FC_SLOT_ACK : 0)) == s)
+			return 0;
+	}
+	return 1;
+}
+
 /* The ULP acknowledged a received packet (Push Data, spec 9.2.2.4): set its ACK bit.
  * Returns 0, or 1 if psn is not a received, unacknowledged packet of this window. */
 static inline int fc_win_mark_ack(struct fc_win *w, __u32 psn)
 {
-	__u64 *slot = fc_win_slot(w, psn);
-	__u64 rx = fc_slot_make(psn, FC_SLOT_RX);
+	__u64 *slot = fc_win_slot(w, psn), s;
 
 	if (fc_win_classify(fc_load_acq32(&w->base), w->size, psn) != FC_WIN_NEW)
 		return 1;
-	return fc_cas64(slot, rx, rx | FC_SLOT_ACK) == rx ? 0 : 1;
+	s = fc_load64(slot);
+	if ((__u32)(s >> 32) != psn || (s & (FC_SLOT_RX | FC_SLOT_ACK)) != FC_SLOT_RX)
+		return 1;
+	return fc_cas64(slot, s, s | FC_SLOT_ACK) == s ? 0 : 1; /* SEEN kept */
 }
 
 /* Is psn (inside the window) received / acknowledged? For bitmaps and tests. */

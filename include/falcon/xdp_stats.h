@@ -48,24 +48,27 @@ enum fc_xdp_cnt {
 	FC_XDP_CNT_DROP_VERSION,      /* Falcon version != 1 (spec 7.2) */
 	FC_XDP_CNT_DROP_PKT_TYPE,     /* reserved packet type (spec 7.2) */
 	FC_XDP_CNT_DROP_HDR_LEN,      /* header of the type (+ ICV) longer than the packet */
-	/* Fast-path verdicts of a FALCON_OK packet (exactly one each). */
+	/* Fast-path verdicts: each FALCON_OK packet adds to exactly one of REDIRECT,
+	 * DUP_ACKED, NO_XSK, NO_META, REJECT (MARKED and ACK_ERR are parts of REDIRECT). */
 	FC_XDP_CNT_REDIRECT,  /* XDP_REDIRECT into the AF_XDP socket of its rx queue */
 	FC_XDP_CNT_MARKED,    /* of REDIRECT: fc_win_mark_rx found it new (meta MARKED) */
 	FC_XDP_CNT_ACK_ERR,   /* of REDIRECT: a duplicate not answered (frame could not be
 			       * resized): steered unmarked, the daemon answers it */
 	FC_XDP_CNT_DUP_ACKED, /* XDP_TX: duplicate or old (9.2.2.4), answered with a BACK */
-	FC_XDP_CNT_NO_XSK,    /* XDP_PASS: no AF_XDP socket on its rx queue; nothing marked */
+	FC_XDP_CNT_NO_XSK,    /* XDP_PASS: no AF_XDP socket on its rx queue (or it went away
+			       * before the redirect) */
 	FC_XDP_CNT_NO_META,   /* XDP_PASS: no headroom for struct fc_xdp_meta; nothing marked */
 	FC_XDP_CNT_REJECT,    /* XDP_DROP, sum of the REJECT_* reasons below */
 	/* Reject reasons, in the order the program checks them. */
 	FC_XDP_CNT_REJECT_UNKNOWN_CID, /* no connection in the CID's slot, or another CID */
 	FC_XDP_CNT_REJECT_MODE,        /* cleartext on a PSP connection or ciphertext on a
 					* security-none one */
-	FC_XDP_CNT_REJECT_BAD_SPI,     /* not one of the connection's SPIs (9.2.2.3) */
+	FC_XDP_CNT_REJECT_BAD_SPI,     /* SPI 0 or not of the peer's tunnel (9.2.2.3) */
 	FC_XDP_CNT_REJECT_REPLAY,      /* IV older than remote time - margin (9.2.2.2) */
 	FC_XDP_CNT_REJECT_STALE_ACK,   /* ACK/NACK base below our transmit base (9.2.3) */
 	FC_XDP_CNT_REJECT_OOW,         /* beyond the window (9.2.2.4): OWN set, ACK asked */
-	/* Cleartext Falcon packets that passed, by packet type (index = type). */
+	/* Cleartext Falcon packets that passed the integrity checks, by packet type
+	 * (index = type). */
 	FC_XDP_CNT_PKT_TYPE_0,
 	FC_XDP_CNT_PKT_TYPE_LAST = FC_XDP_CNT_PKT_TYPE_0 + FC_PKT_TYPE_COUNT - 1,
 	FC_XDP_CNT_MAX

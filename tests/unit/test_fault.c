@@ -67,7 +67,9 @@ static unsigned fk_send(void *io, struct fc_frame *f, unsigned n)
 	return n;
 }
 
-static const struct fc_io_ops fake_ops = { "fake", fk_alloc, fk_send, fk_return };
+static const struct fc_io_ops fake_ops = {
+	.name = "fake", .tx_alloc = fk_alloc, .tx_send = fk_send, .tx_return = fk_return,
+};
 
 static void fake_init(struct fake *k)
 {

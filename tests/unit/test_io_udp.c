@@ -79,6 +79,12 @@ static void setup(int family)
 		struct fc_peer_addr pa;
 
 		assert_int_equal(fc_io_udp_peer_addr((struct sockaddr *)&local[1 - x], len[1 - x], &pa), 0);
+		/* the peer's port, as XDP's ACKs need it (node.h peer_port) */
+		assert_int_equal(fc_io_udp_peer_port(NULL, &pa),
+				 ntohs(family == AF_INET ?
+				       ((struct sockaddr_in *)&local[1 - x])->sin_port :
+				       ((struct sockaddr_in6 *)&local[1 - x])->sin6_port));
+		assert_int_not_equal(fc_io_udp_peer_port(NULL, &pa), 0);
 		fc_node_cfg_default(&nc);
 		nc.io = &fc_io_udp_ops;
 		nc.io_ctx = U[x];

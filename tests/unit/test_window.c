@@ -175,6 +175,44 @@ static void *marker(void *arg)
 	return NULL;
 }
 
+/* The XDP contract (window.h): XDP marks RX alone; a copy arriving before the engine took
+ * the first passes again; the engine takes exactly one; then copies are duplicates; the
+ * ULP's ack and the NACK path keep working on a SEEN slot; nothing is acknowledged (the
+ * base does not move) before the engine took the packet. */
+static void test_xdp_contract(void **state)
+{
+	static struct fc_win w;
+	const uint32_t b = 0xFFFFFFF0u; /* across the 2^32 wrap */
+
+	(void)state;
+	fc_win_init(&w, FC_DATA_WIN, b);
+	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_NEW);
+	assert_int_equal(fc_win_flags(&w, b), FC_SLOT_RX);
+	assert_int_equal(fc_win_advance(&w), 0);
+	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_NEW); /* not taken: passes again */
+	assert_int_equal(fc_win_take(&w, b, 0), 0);
+	assert_int_equal(fc_win_take(&w, b, 0), 1);
+	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_DUP);
+	assert_int_equal(fc_win_advance(&w), 0);       /* a Push Data: the ULP acks it */
+	assert_int_equal(fc_win_mark_ack(&w, b), 0);
+	assert_int_equal(fc_win_mark_ack(&w, b), 1);
+	assert_int_equal(fc_win_flags(&w, b), FC_SLOT_RX | FC_SLOT_ACK);
+	assert_int_equal(fc_win_advance(&w), 1);
+	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_OLD);
+	/* not received: nothing to take */
+	assert_int_equal(fc_win_take(&w, b + 5, 1), 2);
+	assert_int_equal(fc_win_take(&w, b - 1, 1), 2); /* below the base */
+	/* a Pull Request style take acknowledges at once */
+	assert_int_equal(fc_win_xdp_mark(&w, b + 1), FC_WIN_NEW);
+	assert_int_equal(fc_win_take(&w, b + 1, 1), 0);
+	assert_int_equal(fc_win_flags(&w, b + 1), FC_SLOT_RX | FC_SLOT_ACK);
+	assert_int_equal(fc_win_mark_ack(&w, b + 1), 1);
+	assert_int_equal(fc_win_advance(&w), 1);
+	/* out of the window: OWN */
+	assert_int_equal(fc_win_xdp_mark(&w, b + 2 + FC_DATA_WIN), FC_WIN_OOW);
+	assert_int_equal(fc_win_own_take(&w), 1);
+}
+
 static void test_stress_threads(void **state)
 {
 	struct stress st = {0};
@@ -234,6 +272,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vectors),
 		cmocka_unit_test(test_serial_compare),
+		cmocka_unit_test(test_xdp_contract),
 		cmocka_unit_test(test_model_request),
 		cmocka_unit_test(test_model_data),
 		cmocka_unit_test(test_stress_threads),
