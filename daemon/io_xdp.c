@@ -543,6 +543,7 @@ static unsigned xdp_tx_send(void *ctx, struct fc_frame *f, unsigned n)
 const struct fc_io_ops fc_io_xdp_ops = {
 	.name = "xdp", .tx_alloc = xdp_tx_alloc, .tx_send = xdp_tx_send,
 	.tx_return = xdp_tx_return,
+	.peer_port = fc_io_udp_peer_port, /* the same sockaddr peers as io_udp's (io unused) */
 };
 
 /* ---- receive ---- */
