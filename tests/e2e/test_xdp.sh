@@ -8,6 +8,8 @@
 #     during a live transfer, bpftool reads the pinned maps with their BTF field names: the
 #     connection's slot in falcon_conns carries the CID falconctl conn list names, the
 #     counters are there; after SIGTERM the pins are gone and the program detached.
+#   - security none with transmit faults: XDP answers duplicates itself, the transfer
+#     completes.
 #   - --io xdp where XDP cannot attach (loopback; the veth at MTU 9000, above what a
 #     single-buffer XDP program takes on veth) falls back to udp with one log line.
 # The veth runs at MTU 3500 (NP_MTU): veth refuses a single-buffer XDP program above
@@ -131,6 +133,19 @@ xdp_suite() {
 
 xdp_suite none
 xdp_suite psp
+
+# security none with the daemons duplicating and losing on transmit: XDP answers the
+# duplicates itself (an ACK by XDP_TX to the peer's data port) and the transfer completes
+td_start "--io xdp --max-conns 16 --security none --instance $INST_A --fault-tx drop=1%,dup=3% --fault-seed 31" \
+	"--io xdp --max-conns 16 --security none --instance $INST_B --fault-tx drop=1%,dup=3% --fault-seed 32" ||
+	e2e_fail "faults: daemons start"
+e2e_check "faults: 16 MiB WRITE + READ verified over AF_XDP, drop 1 % dup 3 %" \
+	"$E2E_BIN/e2e_client" chaos "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 16
+jb=$(xdp_of b)
+echo "B: dup_acked $(num dup_acked "$jb"), ack_err $(num ack_err "$jb")"
+[ "$(num dup_acked "$jb")" -gt 0 ] && e2e_ok "faults: XDP answered duplicates with ACKs (XDP_TX)" ||
+	e2e_fail "faults: XDP answered no duplicate"
+td_stop
 
 # --io xdp where XDP cannot attach: one daemon, falling back to udp with one log line
 fallback() { # desc addr expect-in-reason
