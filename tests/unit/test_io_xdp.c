@@ -410,27 +410,34 @@ static void test_afxdp(void)
 	CHECK(fc_io_udp_peer_addr((struct sockaddr *)&lb, sizeof(lb), &pb) == 0);
 	t0 = mono_ns();
 	ok = 0;
-	for (unsigned k = 0; k < 200 && mono_ns() - t0 < 2000000000ull && !ok; k++) {
-		struct fc_frame f;
-		uint8_t rb[64];
-		struct pollfd p = { .fd = sb, .events = POLLIN };
-		socklen_t fl = sizeof(from);
+	{
+		unsigned bad = 0, sent = 0, recvd = 0;
 
-		if (fc_io_xdp_ops.tx_alloc(io, &f, 1) != 1)
-			break;
-		CHECK(f.cap == FC_IO_XDP_FRAME_BYTES - 42);
-		snprintf((char *)f.buf, 16, "frame %03u", k);
-		f.len = 10;
-		f.peer = &pb;
-		CHECK(fc_io_xdp_ops.tx_send(io, &f, 1) == 1);
-		if (poll(&p, 1, 200) != 1)
-			continue;
-		CHECK(recvfrom(sb, rb, sizeof(rb), 0, (struct sockaddr *)&from, &fl) == 10);
-		CHECK(!memcmp(rb, f.buf, 10) && from.sin_port == htons(7470) &&
-		      from.sin_addr.s_addr == la.sin_addr.s_addr);
-		ok = fc_io_xdp_stats(io)->tx_frames > 0;
-		if (!ok)
-			usleep(20000); /* the kernel resolves b meanwhile: bounded by the loop */
+		for (unsigned k = 0; k < 200 && mono_ns() - t0 < 2000000000ull && !ok; k++) {
+			struct fc_frame f;
+			uint8_t rb[64];
+			struct pollfd p = { .fd = sb, .events = POLLIN };
+			socklen_t fl = sizeof(from);
+
+			if (fc_io_xdp_ops.tx_alloc(io, &f, 1) != 1)
+				break;
+			bad += f.cap != FC_IO_XDP_FRAME_BYTES - 42;
+			snprintf((char *)f.buf, 16, "frame %03u", k);
+			f.len = 10;
+			f.peer = &pb;
+			sent += fc_io_xdp_ops.tx_send(io, &f, 1);
+			if (poll(&p, 1, 200) != 1)
+				continue;
+			recvd++;
+			bad += recvfrom(sb, rb, sizeof(rb), 0, (struct sockaddr *)&from, &fl) != 10 ||
+			       memcmp(rb, f.buf, 10) || from.sin_port != htons(7470) ||
+			       from.sin_addr.s_addr != la.sin_addr.s_addr;
+			ok = fc_io_xdp_stats(io)->tx_frames > 0;
+			if (!ok)
+				usleep(20000); /* the kernel resolves b meanwhile: bounded by the loop */
+		}
+		/* every frame taken, and each that arrived came whole from a's data port */
+		CHECK(bad == 0 && sent == recvd && sent >= 2);
 	}
 	fprintf(stderr, "tx: %llu fallback, %llu frames, %llu neighbour reads, %llu misses, %llu kicks %llu kick errors %llu completions\n",
 		(unsigned long long)fc_io_xdp_stats(io)->tx_fallback,
