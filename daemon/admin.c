@@ -78,6 +78,7 @@ static void json_io_xdp(struct fd_json *j, const struct fc_io_xdp_stats *s)
 	U64(j, s, tx_frames); U64(j, s, tx_bytes); U64(j, s, tx_kicks); U64(j, s, tx_kick_errors);
 	U64(j, s, tx_ring_full); U64(j, s, tx_fallback); U64(j, s, tx_fallback_drops);
 	U64(j, s, tx_completions); U64(j, s, neigh_reads); U64(j, s, neigh_misses);
+	U64(j, s, route_reads); U64(j, s, route_other_if);
 	fd_json_close(j, '}');
 }
 

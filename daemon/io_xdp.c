@@ -41,6 +41,12 @@ struct xq {                       /* one receive queue's socket */
 	uint32_t id;
 };
 
+struct xroute {                   /* a peer's next hop (RTM_GETROUTE), cached */
+	uint8_t family, gateway, other_if;
+	uint8_t dst[16], via[16];
+	uint64_t at_ns;
+};
+
 struct fc_io_xdp {
 	struct fc_io_udp *udp;
 	int epfd, nlfd;
@@ -59,6 +65,9 @@ struct fc_io_xdp {
 	uint8_t mac[6];
 	uint32_t hdr_len;
 	struct fc_neigh_cache neigh;
+	struct xroute route[FC_IO_XDP_NEIGH_MAX];
+	unsigned nroute;
+	uint32_t nl_seq;
 	fc_io_udp_rx_filter_fn filter;
 	void *filter_ctx;
 	struct fc_frame rxf[2 * BATCH];
@@ -174,7 +183,7 @@ static int neigh_read(struct fc_io_xdp *io, uint64_t now)
 		struct nlmsghdr h;
 		struct ndmsg nd;
 	} req = { .h = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETNEIGH,
-			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = (uint32_t)now },
+			 .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = ++io->nl_seq },
 		  .nd = { .ndm_family = (uint8_t)io->family, .ndm_ifindex = (int)io->ifindex } };
 	static uint8_t buf[NL_BUF_BYTES] __attribute__((aligned(8)));
 	int rc = 0;
@@ -202,15 +211,132 @@ static int neigh_read(struct fc_io_xdp *io, uint64_t now)
 	return 0;
 }
 
-/* The peer's MAC: from the cache, refreshed from the kernel when stale or missing (at most
- * every FC_IO_XDP_NEIGH_RETRY_NS). 0 or -ENOENT. */
+int fc_route_parse(const void *buf, size_t len, int family, uint8_t via[16], int *oif)
+{
+	const struct nlmsghdr *h = buf;
+	unsigned alen = family == AF_INET ? 4 : 16;
+
+	*oif = 0;
+	if (!NLMSG_OK(h, len))
+		return -EBADMSG;
+	if (h->nlmsg_type == NLMSG_ERROR)
+		return -ENETUNREACH;
+	if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct rtmsg)))
+		return -EBADMSG;
+	const struct rtmsg *rt = NLMSG_DATA(h);
+	int alen_left = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*rt)));
+	int gw = 0;
+
+	if (rt->rtm_family != family)
+		return -EBADMSG;
+	for (const struct rtattr *a = RTM_RTA(rt); RTA_OK(a, alen_left); a = RTA_NEXT(a, alen_left)) {
+		if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == alen) {
+			memcpy(via, RTA_DATA(a), alen);
+			gw = 1;
+		} else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) == sizeof(int)) {
+			memcpy(oif, RTA_DATA(a), sizeof(int));
+		}
+	}
+	return gw;
+}
+
+/* Ask the kernel for the route to dst into r. 0 or -errno (r then says: on link). */
+static int route_read(struct fc_io_xdp *io, struct xroute *r, uint64_t now)
+{
+	struct {
+		struct nlmsghdr h;
+		struct rtmsg rt;
+		struct rtattr a;
+		uint8_t dst[16];
+	} req;
+	static uint8_t buf[4096] __attribute__((aligned(8)));
+	unsigned alen = r->family == AF_INET ? 4 : 16;
+	int oif = 0, rc = -ETIMEDOUT;
+
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(sizeof(req.rt) + RTA_LENGTH(alen));
+	req.h.nlmsg_type = RTM_GETROUTE;
+	req.h.nlmsg_flags = NLM_F_REQUEST;
+	req.h.nlmsg_seq = ++io->nl_seq;
+	req.rt.rtm_family = r->family;
+	req.rt.rtm_dst_len = (uint8_t)(alen * 8);
+	req.a.rta_type = RTA_DST;
+	req.a.rta_len = (unsigned short)RTA_LENGTH(alen);
+	memcpy(req.dst, r->dst, alen);
+	r->gateway = r->other_if = 0;
+	r->at_ns = now;
+	io->st.route_reads++;
+	if (send(io->nlfd, &req, req.h.nlmsg_len, 0) < 0)
+		return -errno;
+	for (unsigned k = 0; k < NL_READS_MAX; k++) {
+		ssize_t n = recv(io->nlfd, buf, sizeof(buf), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!NLMSG_OK((struct nlmsghdr *)buf, (size_t)n) ||
+		    ((struct nlmsghdr *)buf)->nlmsg_seq != io->nl_seq)
+			continue; /* what an earlier, abandoned query left */
+		rc = fc_route_parse(buf, (size_t)n, r->family, r->via, &oif);
+		break;
+	}
+	if (rc < 0)
+		return rc;
+	r->gateway = rc == 1;
+	r->other_if = oif && oif != (int)io->ifindex;
+	return 0;
+}
+
+/* The next hop toward ip: the peer itself or its gateway (cached FC_IO_XDP_NEIGH_TTL_NS).
+ * NULL when the route leaves by another interface (AF_XDP here cannot reach it). */
+static const uint8_t *next_hop(struct fc_io_xdp *io, int family, const uint8_t *ip, uint64_t now)
+{
+	unsigned alen = family == AF_INET ? 4 : 16, i;
+	struct xroute *r = NULL;
+
+	for (i = 0; i < io->nroute; i++) {
+		if (io->route[i].family == family && !memcmp(io->route[i].dst, ip, alen)) {
+			r = &io->route[i];
+			break;
+		}
+	}
+	if (!r) {
+		if (io->nroute < FC_IO_XDP_NEIGH_MAX) {
+			r = &io->route[io->nroute++];
+		} else { /* the oldest makes room */
+			r = &io->route[0];
+			for (i = 1; i < io->nroute; i++)
+				if (io->route[i].at_ns < r->at_ns)
+					r = &io->route[i];
+		}
+		memset(r, 0, sizeof(*r));
+		r->family = (uint8_t)family;
+		memcpy(r->dst, ip, alen);
+		route_read(io, r, now); /* an error leaves it on link: the neighbour decides */
+	} else if (now - r->at_ns >= FC_IO_XDP_NEIGH_TTL_NS) {
+		route_read(io, r, now);
+	}
+	if (r->other_if) {
+		io->st.route_other_if++;
+		return NULL;
+	}
+	return r->gateway ? r->via : r->dst;
+}
+
+/* The MAC of the next hop toward the peer: from the cache, refreshed from the kernel when
+ * stale or missing (at most every FC_IO_XDP_NEIGH_RETRY_NS). 0 or -ENOENT. */
 static int peer_mac(struct fc_io_xdp *io, const struct sockaddr *sa, uint8_t mac[6])
 {
-	const void *ip = sa->sa_family == AF_INET ?
-		(const void *)&((const struct sockaddr_in *)sa)->sin_addr :
-		(const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
 	uint64_t now = now_coarse_ns();
-	int fresh = 0, rc = fc_neigh_lookup(&io->neigh, sa->sa_family, ip, mac, now, &fresh);
+	const uint8_t *ip = next_hop(io, sa->sa_family, sa->sa_family == AF_INET ?
+		(const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr :
+		(const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr, now);
+	int fresh = 0, rc;
+
+	if (!ip)
+		return -ENOENT;
+	rc = fc_neigh_lookup(&io->neigh, sa->sa_family, ip, mac, now, &fresh);
 
 	if (rc == 0 && fresh)
 		return 0;

@@ -14,6 +14,8 @@
  *     Falcon at buf -> tx_send writes Eth (own MAC, peer MAC from the kernel's
  *     neighbour table by RTM_GETNEIGH, cached), IPv4 (header checksum; UDP checksum 0) or
  *     IPv6 (UDP checksum), tx ring, sendto when the kernel asks, completions reaped.
+ *     A peer behind a router is reached through the gateway's MAC (RTM_GETROUTE, cached
+ *     per peer like the neighbours); one routed out of another interface goes by UDP.
  *     Peer MAC unknown: the frame goes out through the UDP socket (one copy), so the
  *     kernel resolves it and nothing is lost.
  *
@@ -56,6 +58,8 @@ struct fc_io_xdp_stats {
 	uint64_t tx_completions;
 	uint64_t neigh_reads;     /* RTM_GETNEIGH dumps */
 	uint64_t neigh_misses;    /* lookups the kernel's table could not answer */
+	uint64_t route_reads;     /* RTM_GETROUTE queries (a peer's next hop) */
+	uint64_t route_other_if;  /* frames to peers routed out of another interface (UDP) */
 	uint32_t queues, zerocopy;
 };
 
@@ -84,6 +88,14 @@ int fc_neigh_parse(struct fc_neigh_cache *c, const void *buf, size_t len, uint64
  * *fresh is set to whether the entry is younger than FC_IO_XDP_NEIGH_TTL_NS. */
 int fc_neigh_lookup(const struct fc_neigh_cache *c, int family, const void *ip, uint8_t mac[6],
 		    uint64_t now_ns, int *fresh);
+
+/* The next hop toward a peer, from the kernel's routing table (RTM_GETROUTE): a peer
+ * behind a router is reached through the router's MAC. Parse the answer in buf (len
+ * bytes) to a query for a family destination: returns 1 with via (4 or 16 bytes) set to
+ * the gateway, 0 when the destination is on link; *oif is the route's interface (0 when
+ * the answer names none). -ENETUNREACH when the kernel answered with an error (no route),
+ * -EBADMSG for a truncated or foreign answer. */
+int fc_route_parse(const void *buf, size_t len, int family, uint8_t via[16], int *oif);
 
 /* Header room the backend keeps in front of the node's bytes: Ethernet + IP + UDP. */
 uint32_t fc_io_xdp_hdr_len(int family);

@@ -5,7 +5,8 @@
  * Without privileges: the Ethernet / IPv4 / IPv6 / UDP headers it writes (checked
  * against checksums computed here another way) and parses (every refusal), the payload
  * room per MTU, and the neighbour cache fed with netlink messages built here (valid and
- * unusable states, other interfaces, eviction, truncation, the freshness limit).
+ * unusable states, other interfaces, eviction, truncation, the freshness limit), and the
+ * route answers that name a peer's next hop.
  *
  * As root, in two network namespaces of its own (fxi-u-a/b-PID, a veth pair between
  * them, removed at exit): a test XDP program (tests/bpf/xsk_meta_test.bpf.c) redirects UDP
@@ -293,6 +294,53 @@ static void test_neigh(void)
 	CHECK(fc_neigh_lookup(&c, AF_INET, ip2, mac, 5000, &fresh) == 0);
 }
 
+static size_t nl_route(uint8_t *buf, int family, int type, const void *gw, int oif)
+{
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	struct rtmsg *rt = NLMSG_DATA(h);
+	unsigned alen = family == AF_INET ? 4 : 16;
+	struct rtattr *a;
+
+	memset(buf, 0, 256);
+	h->nlmsg_type = (uint16_t)type;
+	h->nlmsg_len = NLMSG_LENGTH(sizeof(*rt));
+	rt->rtm_family = (uint8_t)family;
+	if (gw) {
+		a = (struct rtattr *)(buf + NLMSG_ALIGN(h->nlmsg_len));
+		a->rta_type = RTA_GATEWAY;
+		a->rta_len = (unsigned short)RTA_LENGTH(alen);
+		memcpy(RTA_DATA(a), gw, alen);
+		h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(a->rta_len);
+	}
+	if (oif) {
+		a = (struct rtattr *)(buf + NLMSG_ALIGN(h->nlmsg_len));
+		a->rta_type = RTA_OIF;
+		a->rta_len = RTA_LENGTH(sizeof(int));
+		memcpy(RTA_DATA(a), &oif, sizeof(int));
+		h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(a->rta_len);
+	}
+	return h->nlmsg_len;
+}
+
+static void test_route(void)
+{
+	uint8_t buf[256], via[16] = { 0 }, gw4[4] = { 10, 0, 0, 254 }, gw6[16] = { 0xfe, 0x80, [15] = 9 };
+	int oif = -1;
+	size_t n;
+
+	n = nl_route(buf, AF_INET, RTM_NEWROUTE, gw4, 7);    /* behind a router */
+	CHECK(fc_route_parse(buf, n, AF_INET, via, &oif) == 1 && !memcmp(via, gw4, 4) && oif == 7);
+	n = nl_route(buf, AF_INET, RTM_NEWROUTE, NULL, 3);   /* on link */
+	CHECK(fc_route_parse(buf, n, AF_INET, via, &oif) == 0 && oif == 3);
+	n = nl_route(buf, AF_INET6, RTM_NEWROUTE, gw6, 0);
+	CHECK(fc_route_parse(buf, n, AF_INET6, via, &oif) == 1 && !memcmp(via, gw6, 16) && oif == 0);
+	CHECK(fc_route_parse(buf, n, AF_INET, via, &oif) == -EBADMSG);   /* another family */
+	n = nl_route(buf, AF_INET, NLMSG_ERROR, NULL, 0);                /* no route */
+	CHECK(fc_route_parse(buf, n, AF_INET, via, &oif) == -ENETUNREACH);
+	n = nl_route(buf, AF_INET, RTM_NEWROUTE, gw4, 7);
+	CHECK(fc_route_parse(buf, n - 9, AF_INET, via, &oif) == -EBADMSG); /* truncated */
+}
+
 /* ---- a real AF_XDP socket on a veth pair (root) ---- */
 
 static char ns_a[32], ns_b[32];
@@ -508,6 +556,7 @@ int main(void)
 	test_ipv6();
 	test_room();
 	test_neigh();
+	test_route();
 	if (geteuid() == 0)
 		test_afxdp();
 	else
