@@ -84,12 +84,15 @@ static void json_io_xdp(struct fd_json *j, const struct fc_io_xdp_stats *s)
 
 /* ---- falconctl xdp: the program, its counters, the connections' windows ---- */
 
-/* One window of a falcon_conns entry: base, size, OWN and how many PSNs of the window
- * have their received bit (read while XDP and the engine run: a snapshot). */
-static void json_win(struct fd_json *j, const char *key, struct fc_win *w)
+/* One window of a falcon_conns entry as flat members PREFIX_base, _size, _received (how
+ * many PSNs of the window have their received bit), _bitmap (which, offset 0 lowest),
+ * _own: read while XDP and the engine run, a snapshot. Flat, so that falconctl's table
+ * shows them. */
+static void json_win(struct fd_json *j, const char *prefix, struct fc_win *w)
 {
 	uint32_t base = fc_load_acq32(&w->base), size = w->size, bits = 0;
 	uint64_t map[2] = { 0, 0 };
+	char k[32];
 
 	for (uint32_t i = 0; i < size && i < FC_WIN_SLOTS_MAX / 2; i++) {
 		uint64_t v = fc_load64(fc_win_slot(w, base + i));
@@ -99,14 +102,17 @@ static void json_win(struct fd_json *j, const char *key, struct fc_win *w)
 			map[i / 64] |= 1ull << (i % 64);
 		}
 	}
-	fd_json_open(j, key, '{');
-	fd_json_kv(j, "base", "%u", base);
-	fd_json_kv(j, "size", "%u", size);
-	fd_json_kv(j, "received", "%u", bits);
-	fd_json_kv(j, "bitmap", "\"%016llx%016llx\"", (unsigned long long)map[1],
+	snprintf(k, sizeof(k), "%s_base", prefix);
+	fd_json_kv(j, k, "%u", base);
+	snprintf(k, sizeof(k), "%s_size", prefix);
+	fd_json_kv(j, k, "%u", size);
+	snprintf(k, sizeof(k), "%s_received", prefix);
+	fd_json_kv(j, k, "%u", bits);
+	snprintf(k, sizeof(k), "%s_bitmap", prefix);
+	fd_json_kv(j, k, "\"%016llx%016llx\"", (unsigned long long)map[1],
 		   (unsigned long long)map[0]);
-	fd_json_kv(j, "own", "%llu", (unsigned long long)w->own);
-	fd_json_close(j, '}');
+	snprintf(k, sizeof(k), "%s_own", prefix);
+	fd_json_kv(j, k, "%llu", (unsigned long long)w->own);
 }
 
 /* A per-CPU map's value for key, summed over CPUs into sum[0..nwords). */
@@ -180,15 +186,14 @@ static size_t xdp_cmd(struct fd_admin *ad)
 			     c->flags & FC_XDP_CONN_PSP ? "psp" : "none");
 		json_win(&j, "req", &c->rx.req);
 		json_win(&j, "data", &c->rx.data);
-		fd_json_kv(&j, "tx_bpsn", "[%u,%u]", c->rx.tx_bpsn[0], c->rx.tx_bpsn[1]);
+		fd_json_kv(&j, "tx_req_bpsn", "%u", c->rx.tx_bpsn[0]);
+		fd_json_kv(&j, "tx_data_bpsn", "%u", c->rx.tx_bpsn[1]);
 		if (percpu_sum(p->conn_counters_fd, s, v, sizeof(cc) / 8) == 0) {
-			memcpy(&cc, v, sizeof(cc));
-			fd_json_open(&j, "counters", '{');
+			memcpy(&cc, v, sizeof(cc)); /* falcon_conn_counters, summed over CPUs */
 			U64(&j, &cc, rx_pkts); U64(&j, &cc, redirected); U64(&j, &cc, marked);
 			U64(&j, &cc, passed); U64(&j, &cc, bad_mode); U64(&j, &cc, dup_acked);
 			U64(&j, &cc, oow); U64(&j, &cc, stale_ack); U64(&j, &cc, bad_spi);
 			U64(&j, &cc, replay);
-			fd_json_close(&j, '}');
 		}
 		fd_json_close(&j, '}');
 	}

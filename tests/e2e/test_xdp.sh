@@ -87,9 +87,13 @@ xdp_suite() {
 		[ -n "$cid" ] && break
 		sleep 0.05
 	done
+	jb=$(xdp_of b)
 	"$FALCONCTL" -j -r "$TD_DIR/b" conn list | grep -q "\"local_cid\":${cid:-x}," &&
-		e2e_ok "$sec: falconctl xdp shows B's connection in its slot (CID $cid, as conn list)" ||
-		e2e_fail "$sec: no open slot with the connection's CID ($cid)"
+		grep -q '"req_size":64,' <<<"$jb" && grep -q '"data_size":128,' <<<"$jb" &&
+		grep -q '"req_own":' <<<"$jb" && grep -q '"data_received":' <<<"$jb" &&
+		[ "$(num redirected "$jb")" -gt 0 ] &&
+		e2e_ok "$sec: falconctl xdp shows B's connection in its slot (CID $cid as conn list, windows 64/128, redirected $(num redirected "$jb"))" ||
+		e2e_fail "$sec: no open slot with the connection's CID ($cid): $jb"
 	dump=$(bpftool map dump pinned "$PIN/$INST_B/falcon_conns")
 	local missing=""
 	for f in cid remote_cid flags spi_sess remote_port replay_margin_ns rx req data base size own slot ack_pending tx_bpsn; do
