@@ -566,7 +566,7 @@ static void check_peers(struct ffi_ep *ep)
 			continue;
 		if (!now)
 			now = ffi_now_ms();
-		if (now - p->since_ms < FFI_CONN_TIMEOUT_MS)
+		if (now - p->since_ms < (uint64_t)ep->conn_timeout_ms)
 			continue;
 		/* no REP: the peer endpoint is not there; fail what waited for it */
 		{
@@ -579,7 +579,7 @@ static void check_peers(struct ffi_ep *ep)
 				continue;
 		}
 		FFI_WARN(FI_LOG_EP_CTRL, "no answer from peer QP %u in %d ms\n", p->addr.qpn,
-			 FFI_CONN_TIMEOUT_MS);
+			 ep->conn_timeout_ms);
 		peer_free(ep, p, FI_ETIMEDOUT);
 	}
 }
@@ -1335,6 +1335,9 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 		TAILQ_INSERT_TAIL(&ep->free_ops, &ep->ops[i], link);
 	}
 	ep->ops_free = FFI_TX_SLOTS;
+	if (fi_param_get_int(&ffi_prov, "conn_timeout_ms", &ep->conn_timeout_ms) ||
+	    ep->conn_timeout_ms <= 0)
+		ep->conn_timeout_ms = FFI_CONN_TIMEOUT_MS;
 
 	ep->fcq = falcon_create_cq(dom->ctx, 1024);
 	if (!ep->fcq)

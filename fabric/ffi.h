@@ -33,7 +33,8 @@
  *   address wins: the higher side answers it with the QP it had made for its own REQ, the
  *   lower side ignores the other REQ. UD over Falcon is delivered reliably, so REQ and REP
  *   are not retransmitted; a peer that never answers fails the pending operations with
- *   FI_ETIMEDOUT after FFI_CONN_TIMEOUT_MS (checked by progress).
+ *   FI_ETIMEDOUT after FI_FALCON_CONN_TIMEOUT_MS (default FFI_CONN_TIMEOUT_MS; checked by
+ *   progress).
  *
  * Messages: every SEND carries a struct ffi_hdr (op, tag, 32-bit CQ data) in front of the
  * payload; sends are copied into a bounce slot (so no local registration is needed) and
@@ -323,6 +324,7 @@ struct ffi_ep {
 	struct ffi_unexp_list unexp;
 	unsigned unexp_copied;
 	uint64_t dgram_drops;       /* DGRAM: datagrams dropped (no room for them) */
+	int conn_timeout_ms;        /* FI_FALCON_CONN_TIMEOUT_MS, else FFI_CONN_TIMEOUT_MS */
 };
 
 /* ---- functions shared between the files ---- */

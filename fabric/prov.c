@@ -583,5 +583,8 @@ FI_EXT_INI
 			"this host's falcond as peers reach it: host[:cm-port] "
 			"(default: the first IPv4 address of an interface that is up, port %u)",
 			FALCON_CM_PORT_DEFAULT);
+	fi_param_define(&ffi_prov, "conn_timeout_ms", FI_PARAM_INT,
+			"how long an RDM operation waits for its peer's connection reply before it "
+			"completes FI_ETIMEDOUT (default %d)", FFI_CONN_TIMEOUT_MS);
 	return &ffi_prov;
 }
