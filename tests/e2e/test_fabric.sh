@@ -43,20 +43,29 @@ fi
 TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
 td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
 
+# a sanitizer build of the provider (make SAN=1) loads into fi_info / fi_pingpong only
+# with its runtimes preloaded
+SAN_ENV=
+if ldd "$PROV_DIR/libfalcon-fi.so" | grep -q libasan; then
+	SAN_ENV="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+	SAN_ENV+=" ASAN_OPTIONS=detect_leaks=0"
+fi
 # the provider's environment on side A / B (no utility providers layered over it)
 fenv() { # a|b
 	local sock=$TD_SOCK_A cm=$TD_CM_A
 	[ "$1" = b ] && sock=$TD_SOCK_B cm=$TD_CM_B
 	echo "FI_PROVIDER_PATH=$PROV_DIR FI_PROVIDER=^ofi_rxd,ofi_rxm FALCON_SOCKET=$sock FI_FALCON_ADDR=$cm"
 }
+# the same for programs that are not sanitizer builds themselves
+fenvx() { echo "$(fenv "$1") $SAN_ENV"; }
 
 # ---- fi_info ----
 # shellcheck disable=SC2046
-env $(fenv a) fi_info -l >"$TMP/list" 2>&1
+env $(fenvx a) fi_info -l >"$TMP/list" 2>&1
 grep -q '^falcon:' "$TMP/list" && e2e_ok "fi_info -l lists falcon (loaded from FI_PROVIDER_PATH)" ||
 	{ cat "$TMP/list"; e2e_fail "fi_info -l does not list falcon"; }
 # shellcheck disable=SC2046
-env $(fenv a) fi_info -p falcon -t FI_EP_RDM -v >"$TMP/rdm" 2>&1
+env $(fenvx a) fi_info -p falcon -t FI_EP_RDM -v >"$TMP/rdm" 2>&1
 caps=$(grep -m1 '^    caps:' "$TMP/rdm")
 echo "RDM $caps"
 ok=1
@@ -67,7 +76,7 @@ grep -q 'type: FI_EP_RDM' "$TMP/rdm" && grep -q 'cq_data_size: 4' "$TMP/rdm" && 
 	e2e_ok "fi_info: an RDM endpoint with FI_MSG FI_TAGGED FI_RMA FI_ATOMIC, 4 B CQ data" ||
 	{ cat "$TMP/rdm"; e2e_fail "fi_info -p falcon -t FI_EP_RDM"; }
 # shellcheck disable=SC2046
-env $(fenv a) fi_info -p falcon -t FI_EP_DGRAM -v >"$TMP/dgram" 2>&1
+env $(fenvx a) fi_info -p falcon -t FI_EP_DGRAM -v >"$TMP/dgram" 2>&1
 caps=$(grep -m1 '^    caps:' "$TMP/dgram")
 echo "DGRAM $caps"
 grep -q 'type: FI_EP_DGRAM' "$TMP/dgram" && grep -q FI_MSG <<<"$caps" &&
@@ -75,13 +84,13 @@ grep -q 'type: FI_EP_DGRAM' "$TMP/dgram" && grep -q FI_MSG <<<"$caps" &&
 	e2e_ok "fi_info: a DGRAM endpoint with FI_MSG only" ||
 	{ cat "$TMP/dgram"; e2e_fail "fi_info -p falcon -t FI_EP_DGRAM"; }
 # shellcheck disable=SC2046
-if env $(fenv a) fi_info -p falcon -t FI_EP_MSG >/dev/null 2>&1; then
+if env $(fenvx a) fi_info -p falcon -t FI_EP_MSG >/dev/null 2>&1; then
 	e2e_fail "fi_info offers an FI_EP_MSG endpoint"
 else
 	e2e_ok "no FI_EP_MSG endpoint offered"
 fi
 # shellcheck disable=SC2046
-if env $(fenv a) FALCON_SOCKET="$TMP/nothing.sock" fi_info -p falcon >/dev/null 2>&1; then
+if env $(fenvx a) FALCON_SOCKET="$TMP/nothing.sock" fi_info -p falcon >/dev/null 2>&1; then
 	e2e_fail "fi_info offers falcon without a daemon"
 else
 	e2e_ok "no daemon: nothing offered"
@@ -128,8 +137,8 @@ pp() {
 # usec/xfer and MB/s of the last pp
 fig() { awk '{printf "%9s us %9s MB/s", $(NF-1), $(NF-2)}' "$TMP/pp.line"; }
 
-FA=$(fenv a)
-FB=$(fenv b)
+FA=$(fenvx a)
+FB=$(fenvx b)
 declare -A RES
 run_falcon() { # ep mode sizes...
 	local ep=$1 mode=$2 s; shift 2

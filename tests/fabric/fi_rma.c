@@ -47,7 +47,8 @@ static void a_side(struct fit *t)
 	      "fi_write");
 	CHECK(fit_wait(t->txcq, &e, NULL, FIT_WAIT_MS) == 1 && e.op_context == &ctx &&
 	      (e.flags & (FI_RMA | FI_WRITE)) == (FI_RMA | FI_WRITE), "the WRITE's completion");
-	fit_sync(t); /* B checks round 1 */
+	fit_sync(t); /* round 1 is there */
+	fit_sync(t); /* B has checked it */
 	/* READ back into unregistered memory */
 	memset(back, 0, LEN);
 	CHECK(fi_read(t->ep, back, LEN, NULL, t->peer, tg.addr, tg.key, &ctx) == 0, "fi_read");
@@ -62,7 +63,8 @@ static void a_side(struct fit *t)
 		      &ctx) == 0, "fi_read registered");
 	CHECK(fit_wait(t->txcq, &e, NULL, FIT_WAIT_MS) == 1, "the second READ's completion");
 	CHECK(!memcmp(reg + 100, plain + 5000, 1000), "READ into registered memory: bytes differ");
-	fit_sync(t); /* B checks round 2 */
+	fit_sync(t); /* round 2 is there */
+	fit_sync(t); /* B has checked it */
 	/* writedata */
 	memset(plain, 0xd7, 256);
 	CHECK(fi_writedata(t->ep, plain, 256, NULL, 0xfeedbeef, t->peer, tg.addr + 256, tg.key,
@@ -121,10 +123,16 @@ static void b_side(struct fit *t)
 		ok &= tb[i] == pat(i, 1);
 	CHECK(ok, "round 1: the target's bytes differ");
 	fit_sync(t);
+	fit_sync(t);
 	ok = 1;
-	for (size_t i = 0; i < LEN; i++)
-		ok &= tb[i] == pat(i, 2);
+	for (size_t i = 0; i < LEN && ok; i++)
+		if (tb[i] != pat(i, 2)) {
+			ok = 0;
+			fprintf(stderr, "B: byte %zu is %#x, not %#x (round 1's %#x)\n", i, tb[i],
+				pat(i, 2), pat(i, 1));
+		}
 	CHECK(ok, "round 2: the target's bytes differ");
+	fit_sync(t);
 	fit_sync(t);
 	CHECK(fit_wait(t->rxcq, &e, &src, FIT_WAIT_MS) == 1 &&
 	      (e.flags & (FI_REMOTE_CQ_DATA | FI_REMOTE_WRITE)) == (FI_REMOTE_CQ_DATA | FI_REMOTE_WRITE) &&

@@ -116,7 +116,8 @@ static inline void fit_get(struct fit *t, void *p, size_t len)
 	}
 }
 
-/* Both processes reach this point (the CQs are not read meanwhile). */
+/* Both processes reach this point; neither knows how far the other has gone past it, so
+ * memory the other writes is checked between two of them. */
 static inline void fit_sync(struct fit *t)
 {
 	uint8_t b = 0x5a;
@@ -224,6 +225,7 @@ static inline void fit_close(struct fit *t)
 	fi_close(&t->domain->fid);
 	fi_close(&t->fabric->fid);
 	fi_freeinfo(t->info);
+	t->txcq = t->rxcq = NULL;
 }
 
 /* Run fn in A and B; A reports. */
