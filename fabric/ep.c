@@ -6,6 +6,7 @@
  * libfabric ones.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,7 @@ static void peer_free(struct ffi_ep *ep, struct ffi_peer *p, int err)
 	if (p->qp)
 		falcon_destroy_qp(p->qp);
 	LIST_REMOVE(p, link);
+	ep->npeers--;
 	free(p);
 }
 
@@ -157,8 +159,13 @@ static struct ffi_peer *peer_new(struct ffi_ep *ep, const struct ffi_addr *a)
 		.err_mode = FALCON_ERR_CIE, /* an op in error fails alone: RDM goes on */
 	};
 	struct falcon_qp_attr init = { .size = sizeof(init), .qp_state = FALCON_QPS_INIT };
-	struct ffi_peer *p = calloc(1, sizeof(*p));
+	struct ffi_peer *p;
 
+	if (ep->npeers >= FFI_PEERS_MAX) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;
@@ -182,6 +189,7 @@ static struct ffi_peer *peer_new(struct ffi_ep *ep, const struct ffi_addr *a)
 	p->state = FFI_PEER_CONNECTING;
 	p->since_ms = ffi_now_ms();
 	LIST_INSERT_HEAD(&ep->peers, p, link);
+	ep->npeers++;
 	return p;
 fail: {
 	int e = errno;
@@ -274,6 +282,7 @@ static void on_ctrl(struct ffi_ep *ep, const struct ffi_ud_hdr *h)
 	if (!p) {
 		p = peer_new(ep, &h->src);
 		if (!p) {
+			ep->req_drops++;
 			FFI_WARN(FI_LOG_EP_CTRL, "a connection request: %s\n", falcon_strerror(-errno));
 			return;
 		}
@@ -497,15 +506,14 @@ static void on_rx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 	if (wc->status != FALCON_WC_SUCCESS || wc->byte_len < sizeof(h)) {
 		FFI_WARN(FI_LOG_EP_DATA, "a receive failed (%s, %u bytes): dropped\n",
 			 falcon_wc_status_str(wc->status), wc->byte_len);
+		ep->rx_drops++;
 		repost(ep, FFI_K_RX, idx);
 		return;
 	}
 	memcpy(&h, slot, sizeof(h));
-	if (h.op != FFI_OP_MSG && h.op != FFI_OP_TAGGED) {
-		repost(ep, FFI_K_RX, idx);
-		return;
-	}
-	if (wc->wc_flags & FALCON_WC_WITH_IMM) { /* not ours: the provider sends none */
+	/* not the provider's: an unknown op, or a SEND with immediate (it sends none) */
+	if ((h.op != FFI_OP_MSG && h.op != FFI_OP_TAGGED) || (wc->wc_flags & FALCON_WC_WITH_IMM)) {
+		ep->rx_drops++;
 		repost(ep, FFI_K_RX, idx);
 		return;
 	}
@@ -536,6 +544,7 @@ static void on_udrx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 	if (wc->status == FALCON_WC_WR_FLUSH_ERR)
 		return;
 	if (wc->status != FALCON_WC_SUCCESS || wc->byte_len < sizeof(h)) {
+		ep->rx_drops++;
 		repost(ep, FFI_K_UDRX, idx);
 		return;
 	}
@@ -546,6 +555,7 @@ static void on_udrx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 		return;
 	}
 	if (ep->type != FI_EP_DGRAM || h.h.op != FFI_OP_MSG) {
+		ep->rx_drops++;
 		repost(ep, FFI_K_UDRX, idx);
 		return;
 	}
@@ -1203,6 +1213,10 @@ static int ep_close(struct fid *fid)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 
+	if (ep->rx_drops || ep->req_drops || ep->dgram_drops)
+		FFI_WARN(FI_LOG_EP_DATA, "dropped: %" PRIu64 " messages not the provider's, %" PRIu64
+			 " connection requests, %" PRIu64 " datagrams without room\n", ep->rx_drops,
+			 ep->req_drops, ep->dgram_drops);
 	if (ep->tx_cq)
 		ffi_cq_unbind_ep(ep->tx_cq, ep);
 	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)

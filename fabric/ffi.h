@@ -43,6 +43,11 @@
  * them as unexpected (copied out, up to FFI_UNEXP_MAX; beyond that they keep their slot,
  * so senders meet RNR back-pressure). Messages up to FFI_MAX_MSG bytes (eager only).
  *
+ * Bad input: a message that is not the provider's (short, unknown op) is counted and
+ * dropped (rx_drops); connection requests beyond FFI_PEERS_MAX peers are refused
+ * (req_drops). A DGRAM source address (FI_SOURCE) is the one the sender's provider wrote
+ * into the datagram: the daemons authenticate the host (security psp), not the endpoint.
+ *
  * Progress: manual; every CQ read and every post on an endpoint progresses it.
  * Threads: FI_THREAD_DOMAIN (the application serializes access to a domain's objects).
  */
@@ -85,6 +90,7 @@
 #define FFI_BIND_MAX 16u            /* endpoints bound to one CQ */
 #define FFI_AV_MAX 65536u
 #define FFI_CONN_TIMEOUT_MS 10000
+#define FFI_PEERS_MAX 4096u         /* RDM connections per endpoint */
 #define FFI_QKEY 0x66616c63u        /* "falc" */
 #define FFI_CQ_DATA_BYTES 4u        /* remote CQ data: falcon's 32-bit immediate */
 
@@ -323,7 +329,10 @@ struct ffi_ep {
 	unsigned rx_posted;
 	struct ffi_unexp_list unexp;
 	unsigned unexp_copied;
+	unsigned npeers;
 	uint64_t dgram_drops;       /* DGRAM: datagrams dropped (no room for them) */
+	uint64_t rx_drops;          /* messages that were not the provider's (bad header) */
+	uint64_t req_drops;         /* connection requests refused (FFI_PEERS_MAX, no AH) */
 	int conn_timeout_ms;        /* FI_FALCON_CONN_TIMEOUT_MS, else FFI_CONN_TIMEOUT_MS */
 };
 
