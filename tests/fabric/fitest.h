@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fabric/fitest.h - the harness of the provider's capability tests: one program,
- * two processes (A and B, forked), each with an RDM endpoint of the "falcon" provider on
+ * two processes (A and B, forked), each with an RDM (or DGRAM) endpoint of the "falcon" provider on
  * its own falcond (FALCON_SOCKET and FI_FALCON_ADDR set per process), joined by a
  * socketpair for names, keys and barriers. The tests use only fi_* calls.
  *
@@ -174,7 +174,7 @@ static inline int fit_quiet(struct fid_cq *cq, int ms)
 
 /* ---- setup ---- */
 
-static inline void fit_open(struct fit *t, uint64_t caps)
+static inline void fit_open(struct fit *t, uint64_t caps, enum fi_ep_type type)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC,
@@ -185,7 +185,7 @@ static inline void fit_open(struct fit *t, uint64_t caps)
 	if (!hints)
 		fit_die("fi_allocinfo", -ENOMEM);
 	hints->caps = caps;
-	hints->ep_attr->type = FI_EP_RDM;
+	hints->ep_attr->type = type;
 	hints->fabric_attr->prov_name = strdup("falcon");
 	hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
 	r = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &t->info);
@@ -228,9 +228,9 @@ static inline void fit_close(struct fit *t)
 	t->txcq = t->rxcq = NULL;
 }
 
-/* Run fn in A and B; A reports. */
-static inline int fit_run(const char *name, int argc, char **argv, uint64_t caps,
-			  void (*fn)(struct fit *t))
+/* Run fn in A and B over endpoints of type; A reports. */
+static inline int fit_run_type(const char *name, int argc, char **argv, uint64_t caps,
+			       enum fi_ep_type type, void (*fn)(struct fit *t))
 {
 	int sv[2], status = 0, counts[2] = { 0, 0 };
 	struct fit t = { .name = name };
@@ -253,7 +253,7 @@ static inline int fit_run(const char *name, int argc, char **argv, uint64_t caps
 	alarm(FIT_WATCHDOG_S);
 	setenv("FALCON_SOCKET", argv[1 + 2 * t.role], 1);
 	setenv("FI_FALCON_ADDR", argv[2 + 2 * t.role], 1);
-	fit_open(&t, caps);
+	fit_open(&t, caps, type);
 	fn(&t);
 	fit_sync(&t);
 	fit_close(&t);
@@ -272,6 +272,12 @@ static inline int fit_run(const char *name, int argc, char **argv, uint64_t caps
 	printf("%s: %d passed, %d failed\n", name, fit_checks + counts[0] - fit_failures - counts[1],
 	       fit_failures + counts[1]);
 	return fit_failures + counts[1] ? 1 : 0;
+}
+
+static inline int fit_run(const char *name, int argc, char **argv, uint64_t caps,
+			  void (*fn)(struct fit *t))
+{
+	return fit_run_type(name, argc, argv, caps, FI_EP_RDM, fn);
 }
 
 #endif
