@@ -6,7 +6,7 @@
 #                lists an RDM endpoint with FI_MSG, FI_TAGGED, FI_RMA, FI_ATOMIC and a DGRAM
 #                endpoint with FI_MSG, and no MSG endpoint
 #   capabilities the C programs of tests/fabric (tagged, RMA, atomics, CQ data, errors,
-#                DGRAM), and fi_tagged with both endpoints on one daemon
+#                DGRAM)
 #   fi_pingpong  -e rdm (msg and tagged) 8 B .. 64 KiB and -e dgram 8 B .. 1 KiB, data
 #                checked (-c), server in one namespace, client in the other; beside them,
 #                in the same run, the same sizes over tcp;ofi_rxm and udp;ofi_rxd (and
@@ -70,7 +70,7 @@ env $(fenvx a) fi_info -p falcon -t FI_EP_RDM -v >"$TMP/rdm" 2>&1
 caps=$(grep -m1 '^    caps:' "$TMP/rdm")
 echo "RDM $caps"
 ok=1
-for c in FI_MSG FI_TAGGED FI_RMA FI_ATOMIC FI_SOURCE FI_DIRECTED_RECV FI_LOCAL_COMM FI_REMOTE_COMM; do
+for c in FI_MSG FI_TAGGED FI_RMA FI_ATOMIC FI_SOURCE FI_DIRECTED_RECV FI_REMOTE_COMM; do
 	grep -q "$c" <<<"$caps" || ok=0
 done
 grep -q 'type: FI_EP_RDM' "$TMP/rdm" && grep -q 'cq_data_size: 4' "$TMP/rdm" && [ $ok = 1 ] &&
@@ -103,11 +103,6 @@ for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram; do
 	e2e_check "provider capability: $t" env $(fenv a) timeout 300 "$BUILD/tests/fabric/$t" \
 		"$TD_SOCK_A" "$TD_CM_A" "$TD_SOCK_B" "$TD_CM_B"
 done
-
-# two endpoints on one daemon (FI_LOCAL_COMM)
-# shellcheck disable=SC2046
-e2e_check "provider capability: fi_tagged, both endpoints on one daemon" env $(fenv a) timeout 300 \
-	"$BUILD/tests/fabric/fi_tagged" "$TD_SOCK_A" "$TD_CM_A" "$TD_SOCK_A" "$TD_CM_A"
 
 # ---- fi_pingpong between the namespaces ----
 PP_PORT=$(( TD_BASE + 7 ))

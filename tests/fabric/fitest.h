@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -246,6 +247,8 @@ static inline int fit_run_type(const char *name, int argc, char **argv, uint64_t
 	pid = fork();
 	if (pid < 0)
 		return 2;
+	if (pid == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* B does not outlive A */
 	t.role = pid == 0;
 	t.sock = sv[t.role];
 	close(sv[!t.role]);
