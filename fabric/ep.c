@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -610,6 +611,10 @@ void ffi_ep_progress(struct ffi_ep *ep)
 	n = room ? falcon_poll_cq(ep->fcq, (int)room, wc) : 0;
 	if (n < 0)
 		FFI_WARN(FI_LOG_EP_DATA, "falcon_poll_cq: %s\n", falcon_strerror(n));
+	/* the work happens in falcond: an application spinning on an empty CQ gives the
+	 * daemon the CPU (it matters when cores are fewer than busy processes) */
+	if (n == 0)
+		sched_yield();
 	for (int i = 0; i < n; i++) {
 		uint32_t kind = WRID_KIND(wc[i].wr_id), idx = WRID_IDX(wc[i].wr_id);
 
