@@ -43,6 +43,8 @@ struct ffi_op *ffi_op_get(struct ffi_ep *ep)
 	op->result_len = 0;
 	op->peer = NULL;
 	op->comp = false;
+	op->rndv_mr = NULL;
+	op->rrx = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
 	return op;
 }
@@ -59,6 +61,8 @@ static struct ffi_op *op_get_ctrl(struct ffi_ep *ep)
 	op->peer = NULL;
 	op->comp = false;
 	op->result = NULL;
+	op->rndv_mr = NULL;
+	op->rrx = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
 	return op;
 }
@@ -408,9 +412,180 @@ static void rx_complete(struct ffi_ep *ep, void *context, const struct iovec *io
 	ffi_cq_push(ep->rx_cq, &e);
 }
 
-/* A message arrived (in slot idx of kind): match it or queue it. */
+/* ---- rendezvous (RDM messages above FFI_MAX_MSG) ----
+ *
+ * The sender registers the message (REMOTE_READ) and sends its address, length and key
+ * (struct ffi_rndv) in place of the data; the receiver, once a receive matches, READs it
+ * straight into the receive buffer (registered for the time of the READs, in chunks of
+ * FFI_READ_CHUNK) and answers FIN; the sender's operation completes at the FIN. */
+
+/* The receive (context, iov, cap, rflags) matched the announcement rv: start reading. */
+static void rndv_start(struct ffi_ep *ep, void *context, const struct iovec *iov, size_t count,
+		       size_t cap, uint64_t rflags, const struct ffi_hdr *h,
+		       const struct ffi_rndv *rv, fi_addr_t src, struct ffi_peer *peer)
+{
+	struct ffi_rrx *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		FFI_WARN(FI_LOG_EP_DATA, "rendezvous: out of memory: message dropped\n");
+		return;
+	}
+	r->context = context;
+	r->rflags = rflags;
+	r->h = *h;
+	r->rv = *rv;
+	r->src = src;
+	r->peer = peer;
+	r->total = rv->len < cap ? rv->len : cap;
+	if (r->total && count != 1) {
+		r->err = FI_EINVAL; /* rendezvous lands in one buffer */
+		r->total = 0;
+	}
+	if (!peer) {
+		r->err = FI_EIO;
+		r->total = 0;
+	}
+	if (r->total) {
+		r->dst = iov[0].iov_base;
+		r->mr = falcon_reg_mr(ep->dom->pd, r->dst, r->total, FALCON_ACCESS_LOCAL_WRITE);
+		if (!r->mr) {
+			r->err = FI_ENOMEM;
+			r->total = 0;
+		}
+	}
+	TAILQ_INSERT_TAIL(&ep->rrx, r, link);
+}
+
+/* Post the READs that ops allow; finish what is read: completion, FIN. */
+static void rndv_pump(struct ffi_ep *ep)
+{
+	struct ffi_rrx *r, *next;
+
+	for (r = TAILQ_FIRST(&ep->rrx); r; r = next) {
+		next = TAILQ_NEXT(r, link);
+		while (!r->err && r->next < r->total) {
+			struct ffi_op *op;
+			size_t n = r->total - r->next < FFI_READ_CHUNK ? r->total - r->next :
+									     FFI_READ_CHUNK;
+
+			if (ep->ops_free <= FFI_CTRL_RESERVE)
+				break;
+			op = op_get_ctrl(ep);
+			op->kind = FFI_K_RREAD;
+			op->rrx = r;
+			op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)(r->dst + r->next),
+						       (uint32_t)n, r->mr->lkey };
+			op->wr.num_sge = 1;
+			op->wr.opcode = FALCON_WR_RDMA_READ;
+			op->wr.remote_addr = r->rv.addr + r->next;
+			op->wr.rkey = r->rv.rkey;
+			if (post_on(ep, r->peer->qp, op)) {
+				ffi_op_put(ep, op);
+				r->err = FI_EIO;
+				break;
+			}
+			r->next += n;
+			r->reads_out++;
+		}
+		if (r->reads_out || (!r->err && r->next < r->total))
+			continue;
+		/* everything read (or failed): the receive's completion, then FIN */
+		if (!r->done) {
+			struct ffi_cqe e = { .src = r->src };
+
+			if (!ffi_cq_room(ep->rx_cq))
+				continue;
+			if (r->mr) {
+				falcon_dereg_mr(r->mr);
+				r->mr = NULL;
+			}
+			e.e.op_context = r->context;
+			e.e.flags = FI_RECV | (r->h.op == FFI_OP_TAGGED ? FI_TAGGED : FI_MSG) |
+				    (r->h.flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0);
+			e.e.len = r->total;
+			e.e.buf = r->dst;
+			e.e.data = r->h.flags & FFI_HF_DATA ? r->h.data : 0;
+			e.e.tag = r->h.op == FFI_OP_TAGGED ? r->h.tag : 0;
+			if (r->err) {
+				e.err = r->err;
+				e.prov_errno = r->prov_errno;
+			} else if (r->rv.len > r->total) {
+				e.err = FI_ETRUNC;
+				e.olen = r->rv.len - r->total;
+			}
+			if (e.err || !(ep->rx_flags & FI_SELECTIVE_COMPLETION) ||
+			    (r->rflags & FI_COMPLETION))
+				ffi_cq_push(ep->rx_cq, &e);
+			r->done = true;
+		}
+		if (r->peer) {
+			struct ffi_op *op = op_get_ctrl(ep);
+			struct ffi_hdr *h;
+
+			if (!op)
+				continue; /* FIN owed: next progress */
+			h = (struct ffi_hdr *)ffi_op_slot(ep, op);
+			memset(h, 0, sizeof(*h));
+			h->op = FFI_OP_FIN;
+			h->data = r->rv.token;
+			h->tag = r->rv.seq;
+			op->kind = FFI_K_CTRL;
+			op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)h, sizeof(*h),
+						       ep->pool_mr->lkey };
+			op->wr.num_sge = 1;
+			op->wr.opcode = FALCON_WR_SEND;
+			if (post_on(ep, r->peer->qp, op))
+				ffi_op_put(ep, op);
+		}
+		TAILQ_REMOVE(&ep->rrx, r, link);
+		free(r);
+	}
+}
+
+/* FIN from the receiver: the rendezvous send (op token, sequence seq) completes. */
+static void rndv_fin(struct ffi_ep *ep, uint32_t token, uint64_t seq)
+{
+	struct ffi_op *op;
+
+	if (token >= FFI_TX_SLOTS) {
+		ep->rx_drops++;
+		return;
+	}
+	op = &ep->ops[token];
+	if (!op->in_use || !op->rndv_mr || op->seq != seq) {
+		ep->rx_drops++;
+		return;
+	}
+	falcon_dereg_mr(op->rndv_mr);
+	op->rndv_mr = NULL;
+	if (op->comp) {
+		struct ffi_cqe e = { .e = { .op_context = op->context, .flags = op->cq_flags },
+				     .src = FI_ADDR_NOTAVAIL };
+
+		ffi_cq_push(ep->tx_cq, &e);
+	}
+	ffi_op_put(ep, op);
+}
+
+/* A queued rendezvous message the application discards: FIN only (the sender's op
+ * completes; nothing is read). */
+static void rndv_discard(struct ffi_ep *ep, const struct ffi_unexp *u)
+{
+	struct ffi_rrx *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return;
+	r->rv = u->rv;
+	r->peer = u->peer;
+	r->done = true;
+	TAILQ_INSERT_TAIL(&ep->rrx, r, link);
+}
+
+/* A message arrived (in slot idx of kind): match it or queue it. rv: it is a rendezvous
+ * announcement (data and len are not the message). */
 static void deliver(struct ffi_ep *ep, const struct ffi_hdr *h, uint8_t *data, size_t len,
-		    fi_addr_t src, struct ffi_peer *peer, uint8_t kind, uint32_t idx)
+		    fi_addr_t src, struct ffi_peer *peer, uint8_t kind, uint32_t idx,
+		    const struct ffi_rndv *rv)
 {
 	struct ffi_rx_list *list = h->op == FFI_OP_TAGGED ? &ep->rx_tag : &ep->rx_msg;
 	struct ffi_rx *rx;
@@ -422,8 +597,12 @@ static void deliver(struct ffi_ep *ep, const struct ffi_hdr *h, uint8_t *data, s
 	if (rx) {
 		TAILQ_REMOVE(list, rx, link);
 		ep->rx_posted--;
-		rx_complete(ep, rx->context, rx->iov, rx->iov_count, rx->len, rx->flags, h, data, len,
-			    src);
+		if (rv)
+			rndv_start(ep, rx->context, rx->iov, rx->iov_count, rx->len, rx->flags, h, rv,
+				   src, peer);
+		else
+			rx_complete(ep, rx->context, rx->iov, rx->iov_count, rx->len, rx->flags, h,
+				    data, len, src);
 		free(rx);
 		repost(ep, kind, idx);
 		return;
@@ -436,7 +615,14 @@ static void deliver(struct ffi_ep *ep, const struct ffi_hdr *h, uint8_t *data, s
 	u->peer = peer;
 	u->len = len;
 	u->slot = -1;
-	if (ep->unexp_copied < FFI_UNEXP_MAX && (u->data = malloc(len ? len : 1))) {
+	if (rv) {
+		u->rndv = true;
+		u->rv = *rv;
+		u->len = rv->len;
+		u->data = NULL;
+		ep->unexp_copied++;
+		repost(ep, kind, idx);
+	} else if (ep->unexp_copied < FFI_UNEXP_MAX && (u->data = malloc(len ? len : 1))) {
 		memcpy(u->data, data, len);
 		ep->unexp_copied++;
 		repost(ep, kind, idx);
@@ -459,7 +645,9 @@ drop:
 static void unexp_free(struct ffi_ep *ep, struct ffi_unexp *u)
 {
 	TAILQ_REMOVE(&ep->unexp, u, link);
-	if (u->slot >= 0) {
+	if (u->rndv) {
+		ep->unexp_copied--;
+	} else if (u->slot >= 0) {
 		repost(ep, u->slot_kind, (uint32_t)u->slot);
 	} else {
 		free(u->data);
@@ -479,10 +667,27 @@ static void on_tx(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *
 		ffi_op_put(ep, op);
 		return;
 	}
+	if (op->kind == FFI_K_RREAD) {
+		struct ffi_rrx *r = op->rrx;
+
+		r->reads_out--;
+		if (wc->status != FALCON_WC_SUCCESS && !r->err) {
+			r->err = ffi_err_of_status(wc->status);
+			r->prov_errno = (int)wc->status;
+		}
+		ffi_op_put(ep, op);
+		return;
+	}
 	if (wc->status != FALCON_WC_SUCCESS) {
+		if (op->rndv_mr) {
+			falcon_dereg_mr(op->rndv_mr);
+			op->rndv_mr = NULL;
+		}
 		op_fail(ep, op, ffi_err_of_status(wc->status), (int)wc->status);
 		return;
 	}
+	if (op->rndv_mr)
+		return; /* the announcement went out: the op completes at the receiver's FIN */
 	if (op->kind == FFI_K_RMA) {
 		ffi_rma_complete(ep, op);
 		return;
@@ -512,6 +717,11 @@ static void on_rx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 		return;
 	}
 	memcpy(&h, slot, sizeof(h));
+	if (h.op == FFI_OP_FIN && !(wc->wc_flags & FALCON_WC_WITH_IMM)) {
+		rndv_fin(ep, h.data, h.tag);
+		repost(ep, FFI_K_RX, idx);
+		return;
+	}
 	/* not the provider's: an unknown op, or a SEND with immediate (it sends none) */
 	if ((h.op != FFI_OP_MSG && h.op != FFI_OP_TAGGED) || (wc->wc_flags & FALCON_WC_WITH_IMM)) {
 		ep->rx_drops++;
@@ -519,8 +729,20 @@ static void on_rx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 		return;
 	}
 	p = peer_by_qpn(ep, wc->qp_num);
+	if (h.flags & FFI_HF_RNDV) {
+		struct ffi_rndv rv;
+
+		if (wc->byte_len < sizeof(h) + sizeof(rv) || !p) {
+			ep->rx_drops++;
+			repost(ep, FFI_K_RX, idx);
+			return;
+		}
+		memcpy(&rv, slot + sizeof(h), sizeof(rv));
+		deliver(ep, &h, NULL, 0, peer_fa(ep, p), p, FFI_K_RX, idx, &rv);
+		return;
+	}
 	deliver(ep, &h, slot + sizeof(h), wc->byte_len - sizeof(h),
-		p ? peer_fa(ep, p) : FI_ADDR_NOTAVAIL, p, FFI_K_RX, idx);
+		p ? peer_fa(ep, p) : FI_ADDR_NOTAVAIL, p, FFI_K_RX, idx, NULL);
 }
 
 static void on_rdma_imm(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
@@ -560,8 +782,13 @@ static void on_udrx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 		repost(ep, FFI_K_UDRX, idx);
 		return;
 	}
+	if (h.h.flags & FFI_HF_RNDV) {
+		ep->rx_drops++;
+		repost(ep, FFI_K_UDRX, idx);
+		return;
+	}
 	deliver(ep, &h.h, slot + sizeof(h), wc->byte_len - sizeof(h), ffi_av_find(ep->av, &h.src),
-		NULL, FFI_K_UDRX, idx);
+		NULL, FFI_K_UDRX, idx, NULL);
 }
 
 static void check_peers(struct ffi_ep *ep)
@@ -622,6 +849,7 @@ void ffi_ep_progress(struct ffi_ep *ep)
 		case FFI_K_SEND:
 		case FFI_K_RMA:
 		case FFI_K_CTRL:
+		case FFI_K_RREAD:
 			if (idx < FFI_TX_SLOTS && ep->ops[idx].in_use)
 				on_tx(ep, &ep->ops[idx], &wc[i]);
 			break;
@@ -642,8 +870,11 @@ void ffi_ep_progress(struct ffi_ep *ep)
 			break;
 		}
 	}
-	if (ep->type == FI_EP_RDM)
+	if (ep->type == FI_EP_RDM) {
 		check_peers(ep);
+		if (!TAILQ_EMPTY(&ep->rrx))
+			rndv_pump(ep);
+	}
 }
 
 /* ---- posting receives ---- */
@@ -691,7 +922,10 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 			free(rx);
 			return -FI_EAGAIN;
 		}
-		if (!(flags & FI_DISCARD))
+		if (!(flags & FI_DISCARD) && u->rndv)
+			rndv_start(ep, context, rx->iov, count, rx->len, flags | FI_COMPLETION, &u->h,
+				   &u->rv, u->src, u->peer);
+		else if (!(flags & FI_DISCARD))
 			rx_complete(ep, context, rx->iov, count, rx->len, flags | FI_COMPLETION, &u->h,
 				    u->data, u->len, u->src);
 		else {
@@ -699,6 +933,8 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 						    .tag = u->h.tag }, .src = u->src };
 
 			ffi_cq_push(ep->rx_cq, &e);
+			if (u->rndv)
+				rndv_discard(ep, u);
 		}
 		unexp_free(ep, u);
 		free(rx);
@@ -722,10 +958,13 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 			e.e.data = u->h.flags & FFI_HF_DATA ? u->h.data : 0;
 			e.e.flags |= u->h.flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0;
 			e.src = u->src;
-			if (flags & FI_CLAIM)
+			if (flags & FI_CLAIM) {
 				u->claim = context;
-			else if (flags & FI_DISCARD)
+			} else if (flags & FI_DISCARD) {
+				if (u->rndv)
+					rndv_discard(ep, u);
 				unexp_free(ep, u);
+			}
 		}
 		ffi_cq_push(ep->rx_cq, &e);
 		return 0;
@@ -735,7 +974,12 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 			free(rx);
 			return -FI_EAGAIN;
 		}
-		rx_complete(ep, context, rx->iov, count, rx->len, flags, &u->h, u->data, u->len, u->src);
+		if (u->rndv)
+			rndv_start(ep, context, rx->iov, count, rx->len, flags, &u->h, &u->rv, u->src,
+				   u->peer);
+		else
+			rx_complete(ep, context, rx->iov, count, rx->len, flags, &u->h, u->data, u->len,
+				    u->src);
 		unexp_free(ep, u);
 		free(rx);
 		return 0;
@@ -750,6 +994,55 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 }
 
 /* ---- posting sends ---- */
+
+/* A message above FFI_MAX_MSG: announce it; the receiver READs it (see rndv_start). */
+static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t dest, uint64_t tag,
+			 uint64_t data, uint64_t flags, void *context, bool tagged)
+{
+	struct ffi_op *op = ffi_op_get(ep);
+	struct ffi_hdr *h;
+	struct ffi_rndv *rv;
+	ssize_t r;
+
+	if (!op)
+		return -FI_EAGAIN;
+	op->rndv_mr = falcon_reg_mr(ep->dom->pd, buf, len, FALCON_ACCESS_REMOTE_READ);
+	if (!op->rndv_mr) {
+		r = -errno;
+		ffi_op_put(ep, op);
+		return r;
+	}
+	h = (struct ffi_hdr *)ffi_op_slot(ep, op);
+	memset(h, 0, sizeof(*h) + sizeof(*rv));
+	h->op = tagged ? FFI_OP_TAGGED : FFI_OP_MSG;
+	h->flags = FFI_HF_RNDV;
+	h->tag = tag;
+	if (flags & FI_REMOTE_CQ_DATA) {
+		h->flags |= FFI_HF_DATA;
+		h->data = (uint32_t)data;
+	}
+	rv = (struct ffi_rndv *)(h + 1);
+	rv->addr = (uint64_t)(uintptr_t)buf;
+	rv->len = len;
+	rv->rkey = op->rndv_mr->rkey;
+	rv->token = op->idx;
+	rv->seq = op->seq = ++ep->seq;
+	op->kind = FFI_K_SEND;
+	op->context = context;
+	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	op->comp = !(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)h, sizeof(*h) + sizeof(*rv),
+				       ep->pool_mr->lkey };
+	op->wr.num_sge = 1;
+	op->wr.opcode = FALCON_WR_SEND;
+	r = ffi_op_submit(ep, op, dest);
+	if (r) {
+		falcon_dereg_mr(op->rndv_mr);
+		op->rndv_mr = NULL;
+		ffi_op_put(ep, op);
+	}
+	return r;
+}
 
 static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
 			 uint64_t tag, uint64_t data, uint64_t flags, void *context, bool tagged)
@@ -772,6 +1065,9 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++)
 		len += iov[i].iov_len;
+	if (len > max && ep->type == FI_EP_RDM && count == 1 && !(flags & FI_INJECT) &&
+	    len <= FFI_RNDV_MAX)
+		return post_rndv(ep, iov[0].iov_base, len, dest, tag, data, flags, context, tagged);
 	if (len > max)
 		return -FI_EMSGSIZE;
 	op = ffi_op_get(ep);
@@ -1201,6 +1497,19 @@ static void ep_free(struct ffi_ep *ep)
 			free(u->data);
 		free(u);
 	}
+	{
+		struct ffi_rrx *r;
+
+		while ((r = TAILQ_FIRST(&ep->rrx))) {
+			TAILQ_REMOVE(&ep->rrx, r, link);
+			if (r->mr)
+				falcon_dereg_mr(r->mr);
+			free(r);
+		}
+		for (uint32_t i = 0; i < FFI_TX_SLOTS; i++)
+			if (ep->ops[i].in_use && ep->ops[i].rndv_mr)
+				falcon_dereg_mr(ep->ops[i].rndv_mr);
+	}
 	if (ep->ud)
 		falcon_destroy_qp(ep->ud);
 	if (ep->srq)
@@ -1349,6 +1658,7 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	TAILQ_INIT(&ep->rx_msg);
 	TAILQ_INIT(&ep->rx_tag);
 	TAILQ_INIT(&ep->unexp);
+	TAILQ_INIT(&ep->rrx);
 	for (uint32_t i = 0; i < FFI_TX_SLOTS; i++) {
 		ep->ops[i].idx = i;
 		TAILQ_INSERT_TAIL(&ep->free_ops, &ep->ops[i], link);

@@ -77,7 +77,9 @@
 #define FFI_PROV_VERSION FI_VERSION(0, 1)
 #define FFI_FI_VERSION FI_VERSION(1, 17)
 
-#define FFI_MAX_MSG 65536u          /* eager only: one bounce slot per message */
+#define FFI_MAX_MSG 65536u          /* eager: one bounce slot per message; above: rendezvous */
+#define FFI_RNDV_MAX (1ull << 30)   /* the largest message (rendezvous) */
+#define FFI_READ_CHUNK (1u << 20)   /* falcond's largest message: READs are cut to it */
 #define FFI_UD_MTU 4096u            /* falcond's default MTU: a UD datagram's bound */
 #define FFI_TX_SLOTS 64u            /* operations in flight per endpoint */
 #define FFI_CTRL_RESERVE 4u         /* of them kept for REQ / REP (tx_attr->size: the rest) */
@@ -109,8 +111,19 @@ enum ffi_hop {
 	FFI_OP_TAGGED = 2,
 	FFI_OP_REQ = 3,             /* RDM connection request (UD) */
 	FFI_OP_REP = 4,             /* RDM connection reply (UD) */
+	FFI_OP_FIN = 5,             /* rendezvous done: data = the sender's op, tag = its seq */
 };
 #define FFI_HF_DATA 0x1u            /* data carries remote CQ data */
+#define FFI_HF_RNDV 0x2u            /* the payload is a struct ffi_rndv, not the message */
+
+/* A rendezvous message's announcement: the receiver READs the message from here. */
+struct ffi_rndv {
+	uint64_t addr;
+	uint64_t len;
+	uint64_t seq;               /* the sender op's sequence number (FIN echoes it) */
+	uint32_t rkey;
+	uint32_t token;             /* the sender's op index */
+};
 
 struct ffi_hdr {
 	uint8_t op;                 /* enum ffi_hop */
@@ -231,6 +244,7 @@ enum ffi_kind {
 	FFI_K_CTRL,                 /* REQ / REP from a tx slot, no completion */
 	FFI_K_RX,                   /* an SRQ bounce slot */
 	FFI_K_UDRX,                 /* a UD QP bounce slot */
+	FFI_K_RREAD,                /* a rendezvous READ at the receiver */
 };
 
 struct ffi_peer;
@@ -248,6 +262,9 @@ struct ffi_op {
 	void *result;               /* READ / fetching atomic through the slot: copy here */
 	size_t result_len;
 	struct ffi_peer *peer;      /* RDM: the connection it goes on */
+	struct falcon_mr *rndv_mr;  /* rendezvous send: the message, registered until FIN */
+	uint64_t seq;
+	struct ffi_rrx *rrx;        /* FFI_K_RREAD: the receive it reads for */
 	uint64_t t0_ms;             /* when it began waiting for its connection */
 	TAILQ_ENTRY(ffi_op) link;   /* free list / a peer's pending list */
 };
@@ -284,6 +301,25 @@ struct ffi_rx {
 };
 TAILQ_HEAD(ffi_rx_list, ffi_rx);
 
+/* A rendezvous receive in progress: READs from the sender, then FIN. */
+struct ffi_rrx {
+	void *context;
+	uint64_t rflags;
+	struct ffi_hdr h;
+	struct ffi_rndv rv;
+	fi_addr_t src;
+	struct ffi_peer *peer;
+	uint8_t *dst;
+	size_t total, next;         /* bytes to read, bytes posted */
+	unsigned reads_out;
+	int err;                    /* FI_E* of a failed READ */
+	int prov_errno;
+	struct falcon_mr *mr;
+	bool done;                  /* all read: complete and FIN */
+	TAILQ_ENTRY(ffi_rrx) link;
+};
+TAILQ_HEAD(ffi_rrx_list, ffi_rrx);
+
 /* A message that arrived before its receive. */
 struct ffi_unexp {
 	struct ffi_hdr h;
@@ -294,6 +330,8 @@ struct ffi_unexp {
 	int slot;                   /* >= 0: an SRQ / UD slot to repost once matched */
 	uint8_t slot_kind;          /* FFI_K_RX or FFI_K_UDRX */
 	void *claim;                /* FI_CLAIM: the context that claimed it (NULL: none) */
+	bool rndv;                  /* data is nothing: rv says where the message is */
+	struct ffi_rndv rv;
 	TAILQ_ENTRY(ffi_unexp) link;
 };
 TAILQ_HEAD(ffi_unexp_list, ffi_unexp);
@@ -329,6 +367,8 @@ struct ffi_ep {
 	unsigned rx_posted;
 	struct ffi_unexp_list unexp;
 	unsigned unexp_copied;
+	struct ffi_rrx_list rrx;    /* rendezvous receives under way */
+	uint64_t seq;
 	unsigned npeers;
 	uint64_t dgram_drops;       /* DGRAM: datagrams dropped (no room for them) */
 	uint64_t rx_drops;          /* messages that were not the provider's (bad header) */

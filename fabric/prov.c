@@ -171,7 +171,7 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 
 	fi->ep_attr->type = type;
 	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
-	fi->ep_attr->max_msg_size = type == FI_EP_RDM ? FFI_MAX_MSG : FFI_DGRAM_MAX;
+	fi->ep_attr->max_msg_size = type == FI_EP_RDM ? FFI_RNDV_MAX : FFI_DGRAM_MAX;
 	fi->ep_attr->mem_tag_format = type == FI_EP_RDM ? 0xAAAAAAAAAAAAAAAAull : 0;
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
