@@ -45,11 +45,12 @@ struct ffi_op *ffi_op_get(struct ffi_ep *ep)
 	op->comp = false;
 	op->rndv_mr = NULL;
 	op->rrx = NULL;
+	op->rjob = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
 	return op;
 }
 
-static struct ffi_op *op_get_ctrl(struct ffi_ep *ep)
+struct ffi_op *ffi_op_get_any(struct ffi_ep *ep)
 {
 	struct ffi_op *op = TAILQ_FIRST(&ep->free_ops);
 
@@ -63,6 +64,7 @@ static struct ffi_op *op_get_ctrl(struct ffi_ep *ep)
 	op->result = NULL;
 	op->rndv_mr = NULL;
 	op->rrx = NULL;
+	op->rjob = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
 	return op;
 }
@@ -205,7 +207,7 @@ fail: {
 }
 }
 
-static int post_on(struct ffi_ep *ep, struct falcon_qp *qp, struct ffi_op *op)
+int ffi_post_on(struct ffi_ep *ep, struct falcon_qp *qp, struct ffi_op *op)
 {
 	struct falcon_send_wr *bad;
 
@@ -220,7 +222,7 @@ static int post_on(struct ffi_ep *ep, struct falcon_qp *qp, struct ffi_op *op)
 /* REQ or REP to the peer's UD QP: 0, -EAGAIN (no slot: rep_owed), or falcon's error. */
 static int send_ctrl(struct ffi_ep *ep, struct ffi_peer *p, uint8_t what)
 {
-	struct ffi_op *op = op_get_ctrl(ep);
+	struct ffi_op *op = ffi_op_get_any(ep);
 	struct ffi_ud_hdr *h;
 	int r;
 
@@ -238,7 +240,7 @@ static int send_ctrl(struct ffi_ep *ep, struct ffi_peer *p, uint8_t what)
 	op->wr.ah = p->ah->ah;
 	op->wr.remote_qpn = p->addr.qpn;
 	op->wr.remote_qkey = FFI_QKEY;
-	r = post_on(ep, ep->ud, op);
+	r = ffi_post_on(ep, ep->ud, op);
 	if (r)
 		ffi_op_put(ep, op);
 	return r;
@@ -267,7 +269,7 @@ static int peer_connect(struct ffi_ep *ep, struct ffi_peer *p, uint32_t remote_q
 	p->state = FFI_PEER_CONNECTED;
 	while ((op = TAILQ_FIRST(&p->pending))) {
 		TAILQ_REMOVE(&p->pending, op, link);
-		r = post_on(ep, p->qp, op);
+		r = ffi_post_on(ep, p->qp, op);
 		if (r)
 			op_fail(ep, op, FI_EIO, 0);
 	}
@@ -306,7 +308,7 @@ static void on_ctrl(struct ffi_ep *ep, const struct ffi_ud_hdr *h)
 }
 
 /* The peer for an operation to fa, connecting on first use: NULL and errno. */
-static struct ffi_peer *peer_for(struct ffi_ep *ep, fi_addr_t fa)
+struct ffi_peer *ffi_peer_for(struct ffi_ep *ep, fi_addr_t fa)
 {
 	const struct ffi_av_entry *e = ffi_av_get(ep->av, fa);
 	struct ffi_peer *p;
@@ -347,10 +349,10 @@ ssize_t ffi_op_submit(struct ffi_ep *ep, struct ffi_op *op, fi_addr_t dest)
 		op->wr.ah = e->ah->ah;
 		op->wr.remote_qpn = e->addr.qpn;
 		op->wr.remote_qkey = FFI_QKEY;
-		r = post_on(ep, ep->ud, op);
+		r = ffi_post_on(ep, ep->ud, op);
 		return r == -ENOMEM ? -FI_EAGAIN : r;
 	}
-	p = peer_for(ep, dest);
+	p = ffi_peer_for(ep, dest);
 	if (!p)
 		return errno == EAGAIN ? -FI_EAGAIN : -errno;
 	op->peer = p;
@@ -359,7 +361,7 @@ ssize_t ffi_op_submit(struct ffi_ep *ep, struct ffi_op *op, fi_addr_t dest)
 		TAILQ_INSERT_TAIL(&p->pending, op, link);
 		return 0;
 	}
-	r = post_on(ep, p->qp, op);
+	r = ffi_post_on(ep, p->qp, op);
 	return r == -ENOMEM ? -FI_EAGAIN : r;
 }
 
@@ -470,7 +472,7 @@ static void rndv_pump(struct ffi_ep *ep)
 
 			if (ep->ops_free <= FFI_CTRL_RESERVE)
 				break;
-			op = op_get_ctrl(ep);
+			op = ffi_op_get_any(ep);
 			op->kind = FFI_K_RREAD;
 			op->rrx = r;
 			op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)(r->dst + r->next),
@@ -479,7 +481,7 @@ static void rndv_pump(struct ffi_ep *ep)
 			op->wr.opcode = FALCON_WR_RDMA_READ;
 			op->wr.remote_addr = r->rv.addr + r->next;
 			op->wr.rkey = r->rv.rkey;
-			if (post_on(ep, r->peer->qp, op)) {
+			if (ffi_post_on(ep, r->peer->qp, op)) {
 				ffi_op_put(ep, op);
 				r->err = FI_EIO;
 				break;
@@ -519,7 +521,7 @@ static void rndv_pump(struct ffi_ep *ep)
 			r->done = true;
 		}
 		if (r->peer) {
-			struct ffi_op *op = op_get_ctrl(ep);
+			struct ffi_op *op = ffi_op_get_any(ep);
 			struct ffi_hdr *h;
 
 			if (!op)
@@ -534,7 +536,7 @@ static void rndv_pump(struct ffi_ep *ep)
 						       ep->pool_mr->lkey };
 			op->wr.num_sge = 1;
 			op->wr.opcode = FALCON_WR_SEND;
-			if (post_on(ep, r->peer->qp, op))
+			if (ffi_post_on(ep, r->peer->qp, op))
 				ffi_op_put(ep, op);
 		}
 		TAILQ_REMOVE(&ep->rrx, r, link);
@@ -665,6 +667,10 @@ static void on_tx(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *
 			FFI_WARN(FI_LOG_EP_CTRL, "a connection message failed: %s\n",
 				 falcon_wc_status_str(wc->status));
 		ffi_op_put(ep, op);
+		return;
+	}
+	if (op->kind == FFI_K_RCHUNK) {
+		ffi_rjob_chunk_done(ep, op, wc);
 		return;
 	}
 	if (op->kind == FFI_K_RREAD) {
@@ -850,6 +856,7 @@ void ffi_ep_progress(struct ffi_ep *ep)
 		case FFI_K_RMA:
 		case FFI_K_CTRL:
 		case FFI_K_RREAD:
+		case FFI_K_RCHUNK:
 			if (idx < FFI_TX_SLOTS && ep->ops[idx].in_use)
 				on_tx(ep, &ep->ops[idx], &wc[i]);
 			break;
@@ -874,6 +881,8 @@ void ffi_ep_progress(struct ffi_ep *ep)
 		check_peers(ep);
 		if (!TAILQ_EMPTY(&ep->rrx))
 			rndv_pump(ep);
+		if (!TAILQ_EMPTY(&ep->rjobs))
+			ffi_rjob_pump(ep);
 	}
 }
 
@@ -1510,6 +1519,16 @@ static void ep_free(struct ffi_ep *ep)
 			if (ep->ops[i].in_use && ep->ops[i].rndv_mr)
 				falcon_dereg_mr(ep->ops[i].rndv_mr);
 	}
+	{
+		struct ffi_rjob *j;
+
+		while ((j = TAILQ_FIRST(&ep->rjobs))) {
+			TAILQ_REMOVE(&ep->rjobs, j, link);
+			if (j->mr)
+				falcon_dereg_mr(j->mr);
+			free(j);
+		}
+	}
 	if (ep->ud)
 		falcon_destroy_qp(ep->ud);
 	if (ep->srq)
@@ -1659,6 +1678,7 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	TAILQ_INIT(&ep->rx_tag);
 	TAILQ_INIT(&ep->unexp);
 	TAILQ_INIT(&ep->rrx);
+	TAILQ_INIT(&ep->rjobs);
 	for (uint32_t i = 0; i < FFI_TX_SLOTS; i++) {
 		ep->ops[i].idx = i;
 		TAILQ_INSERT_TAIL(&ep->free_ops, &ep->ops[i], link);

@@ -245,6 +245,7 @@ enum ffi_kind {
 	FFI_K_RX,                   /* an SRQ bounce slot */
 	FFI_K_UDRX,                 /* a UD QP bounce slot */
 	FFI_K_RREAD,                /* a rendezvous READ at the receiver */
+	FFI_K_RCHUNK,               /* a piece of an RMA above FFI_MAX_MSG */
 };
 
 struct ffi_peer;
@@ -265,6 +266,7 @@ struct ffi_op {
 	struct falcon_mr *rndv_mr;  /* rendezvous send: the message, registered until FIN */
 	uint64_t seq;
 	struct ffi_rrx *rrx;        /* FFI_K_RREAD: the receive it reads for */
+	struct ffi_rjob *rjob;      /* FFI_K_RCHUNK: the RMA it is a piece of */
 	uint64_t t0_ms;             /* when it began waiting for its connection */
 	TAILQ_ENTRY(ffi_op) link;   /* free list / a peer's pending list */
 };
@@ -320,6 +322,26 @@ struct ffi_rrx {
 };
 TAILQ_HEAD(ffi_rrx_list, ffi_rrx);
 
+/* An RMA above FFI_MAX_MSG: pieces of FFI_READ_CHUNK, as tx operations come free. */
+struct ffi_rjob {
+	void *context;
+	uint64_t cq_flags;
+	bool comp, write, imm;
+	uint32_t imm_data;
+	fi_addr_t dest;
+	uint8_t *local;
+	uint32_t lkey;
+	uint64_t raddr;
+	uint32_t rkey;
+	size_t total, next;
+	unsigned out;
+	int err, prov_errno;
+	struct falcon_mr *mr;       /* the local buffer, registered for the job (no desc) */
+	uint64_t t0_ms;
+	TAILQ_ENTRY(ffi_rjob) link;
+};
+TAILQ_HEAD(ffi_rjob_list, ffi_rjob);
+
 /* A message that arrived before its receive. */
 struct ffi_unexp {
 	struct ffi_hdr h;
@@ -368,6 +390,7 @@ struct ffi_ep {
 	struct ffi_unexp_list unexp;
 	unsigned unexp_copied;
 	struct ffi_rrx_list rrx;    /* rendezvous receives under way */
+	struct ffi_rjob_list rjobs; /* large RMAs under way */
 	uint64_t seq;
 	unsigned npeers;
 	uint64_t dgram_drops;       /* DGRAM: datagrams dropped (no room for them) */
@@ -418,5 +441,12 @@ ssize_t ffi_op_submit(struct ffi_ep *ep, struct ffi_op *op, fi_addr_t dest);
 extern struct fi_ops_rma ffi_rma_ops;
 extern struct fi_ops_atomic ffi_atomic_ops;
 void ffi_rma_complete(struct ffi_ep *ep, struct ffi_op *op);
+void ffi_rjob_pump(struct ffi_ep *ep);
+void ffi_rjob_chunk_done(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *wc);
+
+/* ep.c, for rma.c */
+struct ffi_peer *ffi_peer_for(struct ffi_ep *ep, fi_addr_t fa);
+int ffi_post_on(struct ffi_ep *ep, struct falcon_qp *qp, struct ffi_op *op);
+struct ffi_op *ffi_op_get_any(struct ffi_ep *ep);
 
 #endif

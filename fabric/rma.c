@@ -7,11 +7,134 @@
  * operation's bounce slot. Atomic results always come back through the slot.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ffi.h"
 
 #define EP(fep) ((struct ffi_ep *)(fep))
+
+/* ---- RMA above FFI_MAX_MSG: a job of FFI_READ_CHUNK pieces (falcond's largest message),
+ * each its own tx operation, posted as operations come free; the job completes when the
+ * last piece has. With remote CQ data only the last WRITE carries the immediate (RC keeps
+ * them in order, so the target's completion comes after all the data). ---- */
+
+static ssize_t rjob_post(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
+			 fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data, uint64_t flags,
+			 void *context)
+{
+	struct ffi_rjob *j;
+
+	if (flags & FI_INJECT)
+		return -FI_EMSGSIZE; /* above inject_size */
+	if (!ffi_av_get(ep->av, peer))
+		return -FI_EINVAL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -FI_ENOMEM;
+	if (desc) {
+		j->lkey = ((const struct ffi_mr *)desc)->fmr->lkey;
+	} else {
+		j->mr = falcon_reg_mr(ep->dom->pd, buf, len, FALCON_ACCESS_LOCAL_WRITE);
+		if (!j->mr) {
+			ssize_t r = -errno;
+
+			free(j);
+			return r;
+		}
+		j->lkey = j->mr->lkey;
+	}
+	j->context = context;
+	j->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
+	j->comp = !(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+	j->write = write;
+	j->imm = write && (flags & FI_REMOTE_CQ_DATA);
+	j->imm_data = (uint32_t)data;
+	j->dest = peer;
+	j->local = buf;
+	j->raddr = addr;
+	j->rkey = (uint32_t)key;
+	j->total = len;
+	j->t0_ms = ffi_now_ms();
+	TAILQ_INSERT_TAIL(&ep->rjobs, j, link);
+	ffi_rjob_pump(ep);
+	return 0;
+}
+
+void ffi_rjob_chunk_done(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *wc)
+{
+	struct ffi_rjob *j = op->rjob;
+
+	j->out--;
+	if (wc->status != FALCON_WC_SUCCESS && !j->err) {
+		j->err = ffi_err_of_status(wc->status);
+		j->prov_errno = (int)wc->status;
+	}
+	ffi_op_put(ep, op);
+}
+
+void ffi_rjob_pump(struct ffi_ep *ep)
+{
+	struct ffi_rjob *j, *next;
+
+	for (j = TAILQ_FIRST(&ep->rjobs); j; j = next) {
+		struct ffi_peer *p = NULL;
+
+		next = TAILQ_NEXT(j, link);
+		if (!j->err && j->next < j->total) {
+			p = ffi_peer_for(ep, j->dest);
+			if (!p && errno == EAGAIN) {
+				continue; /* no operation free for the request: later */
+			} else if (!p) {
+				j->err = FI_EIO;
+			} else if (p->state != FFI_PEER_CONNECTED) {
+				if (ffi_now_ms() - j->t0_ms > (uint64_t)ep->conn_timeout_ms)
+					j->err = FI_ETIMEDOUT;
+				else
+					continue; /* its connection is being set up */
+			}
+		}
+		while (!j->err && j->next < j->total && ep->ops_free > FFI_CTRL_RESERVE) {
+			size_t n = j->total - j->next < FFI_READ_CHUNK ? j->total - j->next :
+									 FFI_READ_CHUNK;
+			struct ffi_op *op = ffi_op_get_any(ep);
+
+			op->kind = FFI_K_RCHUNK;
+			op->rjob = j;
+			op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)(j->local + j->next),
+						       (uint32_t)n, j->lkey };
+			op->wr.num_sge = 1;
+			op->wr.opcode = !j->write ? FALCON_WR_RDMA_READ :
+					(j->imm && j->next + n == j->total) ?
+					FALCON_WR_RDMA_WRITE_WITH_IMM : FALCON_WR_RDMA_WRITE;
+			op->wr.imm_data = j->imm_data;
+			op->wr.remote_addr = j->raddr + j->next;
+			op->wr.rkey = j->rkey;
+			if (ffi_post_on(ep, p->qp, op)) {
+				ffi_op_put(ep, op);
+				j->err = FI_EIO;
+				break;
+			}
+			j->next += n;
+			j->out++;
+		}
+		if (j->out || (!j->err && j->next < j->total))
+			continue;
+		if (ffi_cq_room(ep->tx_cq) == 0)
+			continue;
+		if (j->err || j->comp) {
+			struct ffi_cqe e = { .e = { .op_context = j->context, .flags = j->cq_flags },
+					     .src = FI_ADDR_NOTAVAIL, .err = j->err,
+					     .prov_errno = j->prov_errno };
+
+			ffi_cq_push(ep->tx_cq, &e);
+		}
+		if (j->mr)
+			falcon_dereg_mr(j->mr);
+		TAILQ_REMOVE(&ep->rjobs, j, link);
+		free(j);
+	}
+}
 
 static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
 			fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data, uint64_t flags,
@@ -25,10 +148,12 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 		return -FI_EOPBADSTATE;
 	if (!(ep->caps & FI_RMA) || ep->type != FI_EP_RDM)
 		return -FI_EOPNOTSUPP;
-	if (len > FFI_MAX_MSG)
+	if (len > FFI_RNDV_MAX)
 		return -FI_EMSGSIZE;
 	if (key > UINT32_MAX)
 		return -FI_EKEYREJECTED;
+	if (len > FFI_MAX_MSG)
+		return rjob_post(ep, write, buf, len, desc, peer, addr, key, data, flags, context);
 	op = ffi_op_get(ep);
 	if (!op)
 		return -FI_EAGAIN;

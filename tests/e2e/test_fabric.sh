@@ -7,7 +7,8 @@
 #                endpoint with FI_MSG, and no MSG endpoint
 #   capabilities the C programs of tests/fabric (tagged, RMA, atomics, CQ data, errors,
 #                DGRAM)
-#   fi_pingpong  -e rdm (msg and tagged) 8 B .. 64 KiB and -e dgram 8 B .. 1 KiB, data
+#   fi_pingpong  -e rdm (msg and tagged) 8 B .. 64 KiB and 1 MiB (rendezvous: a tenth of the
+#                round trips) and -e dgram 8 B .. 1 KiB, data
 #                checked (-c), server in one namespace, client in the other; beside them,
 #                in the same run, the same sizes over tcp;ofi_rxm and udp;ofi_rxd (and
 #                udp's dgram), whose figures are printed for reference (not counted)
@@ -109,12 +110,13 @@ PP_PORT=$(( TD_BASE + 7 ))
 # pp PROVIDER EP SIZE MODE ENV_A ENV_B: run server in A, client in B; 0 when both ended
 # well with every message acknowledged; the client's figure line in $TMP/pp.line
 pp() {
-	local prov=$1 ep=$2 size=$3 mode=$4 ea=$5 eb=$6 port spid crc src
+	local prov=$1 ep=$2 size=$3 mode=$4 ea=$5 eb=$6 port spid crc src iters=$ITERS
+	[ "$size" -ge 1048576 ] && iters=$(( (ITERS + 9) / 10 ))
 	port=$PP_PORT
 	PP_PORT=$((PP_PORT + 1))
 	# shellcheck disable=SC2086
 	ip netns exec "$NP_NS_A" env $ea timeout 120 fi_pingpong -p "$prov" -e "$ep" -m "$mode" \
-		-B "$port" -S "$size" -I "$ITERS" -c >"$TMP/pp.s" 2>&1 &
+		-B "$port" -S "$size" -I "$iters" -c >"$TMP/pp.s" 2>&1 &
 	spid=$!
 	for _ in $(seq 200); do # the server's control socket, bounded (10 s)
 		ip netns exec "$NP_NS_A" ss -ltnH "sport = :$port" 2>/dev/null | grep -q . && break
@@ -123,7 +125,7 @@ pp() {
 	done
 	# shellcheck disable=SC2086
 	ip netns exec "$NP_NS_B" env $eb timeout 120 fi_pingpong -p "$prov" -e "$ep" -m "$mode" \
-		-P "$port" -S "$size" -I "$ITERS" -c "$NP_ADDR_A" >"$TMP/pp.c" 2>&1
+		-P "$port" -S "$size" -I "$iters" -c "$NP_ADDR_A" >"$TMP/pp.c" 2>&1
 	crc=$?
 	wait $spid
 	src=$?
@@ -146,7 +148,7 @@ run_falcon() { # ep mode sizes...
 	for s in "$@"; do
 		if pp falcon "$ep" "$s" "$mode" "$FA" "$FB"; then
 			RES["falcon/$ep/$mode/$s"]=$(fig)
-			e2e_ok "fi_pingpong -p falcon -e $ep -m $mode -S $s -c: $ITERS round trips"
+			e2e_ok "fi_pingpong -p falcon -e $ep -m $mode -S $s -c"
 		else
 			RES["falcon/$ep/$mode/$s"]="failed"
 			e2e_fail "fi_pingpong -p falcon -e $ep -m $mode -S $s"
@@ -163,7 +165,7 @@ run_ref() { # provider ep sizes...: reference figures, not counted
 		fi
 	done
 }
-RDM_SIZES="8 64 512 4096 65536"
+RDM_SIZES="8 64 512 4096 65536 1048576"
 DGRAM_SIZES="8 64 512 1024"
 run_falcon rdm msg $RDM_SIZES
 run_falcon rdm tagged $RDM_SIZES
@@ -173,7 +175,7 @@ run_ref "udp;ofi_rxd" rdm $RDM_SIZES
 run_ref udp dgram $DGRAM_SIZES
 
 echo
-echo "fi_pingpong between two namespaces, $ITERS round trips per size, -c (half round trip"
+echo "fi_pingpong between two namespaces, $ITERS round trips per size (1 MiB: a tenth), -c (half round trip"
 echo "per transfer, MB/s as fi_pingpong prints them; falcon under security psp):"
 printf '%-8s %-36s %-36s %-36s %-36s\n' bytes "falcon rdm" "falcon rdm tagged" "tcp;ofi_rxm rdm" "udp;ofi_rxd rdm"
 for s in $RDM_SIZES; do

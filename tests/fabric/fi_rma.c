@@ -10,14 +10,18 @@
  *   errors    a WRITE with a wrong key, a WRITE into the read-only region and a READ past
  *             the region's end complete in error (fi_cq_readerr: FI_EACCES, a provider
  *             errno fi_cq_strerror names); the endpoint goes on: a WRITE after them lands
+ *   large     above 64 KiB (the provider cuts RMA into 1 MiB pieces): a 3 MiB WRITE from
+ *             unregistered memory, READ back into registered memory, a 3 MiB fi_writedata
+ *             whose CQ data comes after all its bytes, a 3 MiB WRITE with a bad key fails
  *   limits    a READ above max_msg_size is refused (-FI_EMSGSIZE)
  */
 #include "fitest.h"
 
 #define LEN 65536
+#define BIGLEN (3u * 1048576 + 3 * 4096 + 77)
 
 struct target {
-	uint64_t addr, key, ro_addr, ro_key;
+	uint64_t addr, key, ro_addr, ro_key, big_addr, big_key;
 };
 
 static uint8_t pat(size_t i, unsigned round)
@@ -89,9 +93,48 @@ static void a_side(struct fit *t)
 	CHECK(fi_write(t->ep, plain, 8, NULL, t->peer, tg.addr + 8192, tg.key, &ctx) == 0,
 	      "fi_write after the errors");
 	CHECK(fit_wait(t->txcq, &e, NULL, FIT_WAIT_MS) == 1, "a WRITE after the errors failed");
-	CHECK(fi_read(t->ep, back, LEN + 1, NULL, t->peer, tg.addr, tg.key, &ctx) == -FI_EMSGSIZE,
-	      "a READ above max_msg_size was taken");
+	CHECK(fi_read(t->ep, back, t->info->ep_attr->max_msg_size + 1, NULL, t->peer, tg.addr,
+		      tg.key, &ctx) == -FI_EMSGSIZE, "a READ above max_msg_size was taken");
 	fit_sync(t);
+	/* large */
+	{
+		uint8_t *big = malloc(BIGLEN), *bigback = aligned_alloc(4096, BIGLEN + 4096 - BIGLEN % 4096);
+		struct fid_mr *bmr;
+
+		CHECK(big && bigback, "malloc");
+		CHECK(fi_mr_reg(t->domain, bigback, BIGLEN, FI_READ | FI_WRITE, 0, 0, 0, &bmr, NULL) == 0,
+		      "fi_mr_reg big");
+		for (size_t i = 0; i < BIGLEN; i++)
+			big[i] = pat(i, 3);
+		CHECK(fi_write(t->ep, big, BIGLEN, NULL, t->peer, tg.big_addr, tg.big_key, &ctx) == 0,
+		      "a 3 MiB fi_write");
+		CHECK(fit_wait(t->txcq, &e, NULL, FIT_WAIT_MS) == 1 && e.op_context == &ctx &&
+		      (e.flags & FI_WRITE), "the 3 MiB WRITE's completion");
+		CHECK(fit_quiet(t->txcq, 50), "a second completion for the 3 MiB WRITE");
+		fit_sync(t);
+		fit_sync(t); /* B has checked it */
+		memset(bigback, 0, BIGLEN);
+		CHECK(fi_read(t->ep, bigback, BIGLEN, fi_mr_desc(bmr), t->peer, tg.big_addr, tg.big_key,
+			      &ctx) == 0, "a 3 MiB fi_read");
+		CHECK(fit_wait(t->txcq, &e, NULL, FIT_WAIT_MS) == 1 && (e.flags & FI_READ),
+		      "the 3 MiB READ's completion");
+		CHECK(!memcmp(bigback, big, BIGLEN), "the 3 MiB READ's bytes differ");
+		for (size_t i = 0; i < BIGLEN; i++)
+			big[i] = pat(i, 4);
+		CHECK(fi_writedata(t->ep, big, BIGLEN, NULL, 0x600dda7a, t->peer, tg.big_addr,
+				   tg.big_key, &ctx) == 0, "a 3 MiB fi_writedata");
+		CHECK(fit_wait(t->txcq, &e, NULL, FIT_WAIT_MS) == 1, "the 3 MiB writedata's completion");
+		fit_sync(t);
+		fit_sync(t); /* B has checked it */
+		CHECK(fi_write(t->ep, big, BIGLEN, NULL, t->peer, tg.big_addr, tg.big_key ^ 0x3c3c00,
+			       &ctx) == 0, "a 3 MiB fi_write with a bad key");
+		CHECK(fit_err(t->txcq, &err, FIT_WAIT_MS) && err.err == FI_EACCES && err.op_context == &ctx,
+		      "a 3 MiB WRITE with a bad key: err %d", err.err);
+		CHECK(fit_quiet(t->txcq, 50), "more completions for the failed 3 MiB WRITE");
+		fi_close(&bmr->fid);
+		free(big);
+		free(bigback);
+	}
 	fi_close(&mr->fid);
 	free(reg);
 	free(plain);
@@ -100,8 +143,8 @@ static void a_side(struct fit *t)
 
 static void b_side(struct fit *t)
 {
-	uint8_t *tb = aligned_alloc(4096, LEN), *ro = aligned_alloc(4096, 4096);
-	struct fid_mr *mr, *romr;
+	uint8_t *tb = aligned_alloc(4096, LEN), *ro = aligned_alloc(4096, 4096), *bigt = malloc(BIGLEN);
+	struct fid_mr *mr, *romr, *bigmr;
 	struct fi_cq_tagged_entry e;
 	struct target tg;
 	fi_addr_t src = FI_ADDR_UNSPEC;
@@ -113,8 +156,11 @@ static void b_side(struct fit *t)
 	      "fi_mr_reg target");
 	CHECK(fi_mr_reg(t->domain, ro, 4096, FI_REMOTE_READ, 0, 0, 0, &romr, NULL) == 0,
 	      "fi_mr_reg read-only");
+	CHECK(bigt != NULL, "malloc");
+	CHECK(fi_mr_reg(t->domain, bigt, BIGLEN, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &bigmr,
+			NULL) == 0, "fi_mr_reg big target");
 	tg = (struct target){ (uint64_t)(uintptr_t)tb, fi_mr_key(mr), (uint64_t)(uintptr_t)ro,
-			      fi_mr_key(romr) };
+			      fi_mr_key(romr), (uint64_t)(uintptr_t)bigt, fi_mr_key(bigmr) };
 	CHECK(tg.key != FI_KEY_NOTAVAIL && tg.key != tg.ro_key, "keys %" PRIx64 " %" PRIx64, tg.key,
 	      tg.ro_key);
 	fit_put(t, &tg, sizeof(tg));
@@ -145,10 +191,28 @@ static void b_side(struct fit *t)
 	fit_sync(t);
 	CHECK(tb[0] == pat(0, 2), "the bad-key WRITE changed the target");
 	CHECK(fit_quiet(t->rxcq, 50), "the failed operations completed at the target");
+	fit_sync(t);
+	/* large */
+	ok = 1;
+	for (size_t i = 0; i < BIGLEN; i++)
+		ok &= bigt[i] == pat(i, 3);
+	CHECK(ok, "the 3 MiB WRITE's bytes at the target differ");
+	fit_sync(t);
+	fit_sync(t);
+	CHECK(fit_wait(t->rxcq, &e, NULL, FIT_WAIT_MS) == 1 && (e.flags & FI_REMOTE_CQ_DATA) &&
+	      e.data == 0x600dda7a, "the 3 MiB writedata's CQ data: flags %#" PRIx64, e.flags);
+	CHECK(fit_quiet(t->rxcq, 50), "more than one CQ data completion for one writedata");
+	ok = 1;
+	for (size_t i = 0; i < BIGLEN; i++)
+		ok &= bigt[i] == pat(i, 4);
+	CHECK(ok, "the 3 MiB writedata's bytes at the target differ");
+	fit_sync(t);
 	fi_close(&mr->fid);
 	fi_close(&romr->fid);
+	fi_close(&bigmr->fid);
 	free(tb);
 	free(ro);
+	free(bigt);
 }
 
 static void run(struct fit *t)

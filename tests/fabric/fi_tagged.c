@@ -11,11 +11,18 @@
  *   peek/claim   FI_PEEK finds a queued message without taking it, FI_CLAIM takes it;
  *                FI_PEEK of nothing completes FI_ENOMSG
  *   cancel       fi_cancel of a posted receive completes it FI_ECANCELED
+ *   rendezvous   messages above 64 KiB (the receiver READs them): 3 MiB into a receive
+ *                posted first, 200 KiB that waits unexpected for its receive, 1 MiB with
+ *                CQ data into a 100 KiB receive (FI_ETRUNC, olen, the data); each send
+ *                completes once the receiver has it
  */
 #include "fitest.h"
 
 #define NUNEXP 100        /* beyond the provider's 64 receive slots */
 #define BIG 65536
+#define RV1 (3u * 1048576 + 5)
+#define RV2 (200u * 1024)
+#define RV3 (1048576u)
 
 static uint8_t pat(uint64_t tag, size_t i)
 {
@@ -101,6 +108,32 @@ static void a_side(struct fit *t)
 	fill(buf, 0x9ee, 300);
 	tsend(t, buf, 300, 0x9ee, &ctx);
 	fit_sync(t);
+	/* rendezvous */
+	{
+		uint8_t *b1 = malloc(RV1), *b2 = malloc(RV2), *b3 = malloc(RV3);
+		struct fi_cq_tagged_entry e;
+		int c1, c2, c3, seen = 0;
+
+		CHECK(b1 && b2 && b3, "malloc");
+		fill(b1, 0xb1, RV1);
+		fill(b2, 0xb2, RV2);
+		fill(b3, 0xb3, RV3);
+		fit_sync(t); /* B has posted the first receive */
+		CHECK(fi_tsend(t->ep, b1, RV1, NULL, t->peer, 0xb1, &c1) == 0, "fi_tsend 3 MiB");
+		CHECK(fi_tsend(t->ep, b2, RV2, NULL, t->peer, 0xb2, &c2) == 0, "fi_tsend 200 KiB");
+		CHECK(fi_tsenddata(t->ep, b3, RV3, NULL, 77, t->peer, 0xb3, &c3) == 0,
+		      "fi_tsenddata 1 MiB");
+		fit_sync(t);
+		for (int k = 0; k < 3; k++) {
+			CHECK(fit_wait(t->txcq, &e, NULL, FIT_WAIT_MS) == 1, "rendezvous send %d", k);
+			seen |= e.op_context == &c1 ? 1 : e.op_context == &c2 ? 2 : e.op_context == &c3 ? 4 : 8;
+		}
+		CHECK(seen == 7, "the rendezvous sends completed as %#x", seen);
+		fit_sync(t);
+		free(b1);
+		free(b2);
+		free(b3);
+	}
 }
 
 static void b_side(struct fit *t)
@@ -202,6 +235,33 @@ static void b_side(struct fit *t)
 	CHECK(fit_err(t->rxcq, &err, FIT_WAIT_MS) && err.err == FI_ECANCELED && err.op_context == &c1,
 	      "the cancelled receive: err %d", err.err);
 	CHECK(fi_cancel(&t->ep->fid, &c1) == -FI_ENOENT, "a second fi_cancel found something");
+	/* rendezvous */
+	{
+		uint8_t *r1 = malloc(RV1 + 4096), *r2 = malloc(RV2), *r3 = malloc(100000);
+
+		CHECK(r1 && r2 && r3, "malloc");
+		CHECK(fi_trecv(t->ep, r1, RV1 + 4096, NULL, FI_ADDR_UNSPEC, 0xb1, 0, &c1) == 0,
+		      "trecv 3 MiB");
+		fit_sync(t);
+		fit_sync(t); /* A has sent all three */
+		CHECK(fit_wait(t->rxcq, &e, &src, FIT_WAIT_MS) == 1 && e.op_context == &c1 &&
+		      e.len == RV1 && e.tag == 0xb1 && src == t->peer && same(r1, 0xb1, RV1),
+		      "the 3 MiB message: %zu bytes", e.len);
+		CHECK(fi_trecv(t->ep, r2, RV2, NULL, FI_ADDR_UNSPEC, 0xb2, 0, &c2) == 0, "trecv 200 KiB");
+		CHECK(fit_wait(t->rxcq, &e, NULL, FIT_WAIT_MS) == 1 && e.op_context == &c2 &&
+		      e.len == RV2 && same(r2, 0xb2, RV2), "the 200 KiB message: %zu bytes", e.len);
+		CHECK(fi_trecv(t->ep, r3, 100000, NULL, FI_ADDR_UNSPEC, 0xb3, 0, &c3) == 0, "trecv 100 KB");
+		CHECK(fit_err(t->rxcq, &err, FIT_WAIT_MS) && err.err == FI_ETRUNC &&
+		      err.olen == RV3 - 100000 && err.len == 100000 && err.data == 77 &&
+		      (err.flags & FI_REMOTE_CQ_DATA) && err.op_context == &c3,
+		      "the 1 MiB message into 100 KB: err %d olen %zu data %" PRIu64, err.err, err.olen,
+		      err.data);
+		CHECK(same(r3, 0xb3, 100000), "the truncated message's first 100 KB");
+		fit_sync(t);
+		free(r1);
+		free(r2);
+		free(r3);
+	}
 }
 
 static void run(struct fit *t)
