@@ -41,7 +41,11 @@
  * land in the receiver's bounce slots (SRQ), where the provider matches them against
  * posted receives (tagged: (tag & ~ignore) equal; FI_DIRECTED_RECV by source) or queues
  * them as unexpected (copied out, up to FFI_UNEXP_MAX; beyond that they keep their slot,
- * so senders meet RNR back-pressure). Messages up to FFI_MAX_MSG bytes (eager only).
+ * so senders meet RNR back-pressure). That is up to FFI_MAX_MSG bytes (eager); a larger RDM
+ * message (to FFI_RNDV_MAX) goes by rendezvous: the sender registers it and sends a struct
+ * ffi_rndv in its place, the matched receiver READs it into the receive buffer (one
+ * buffer: iov_count 1) in FFI_READ_CHUNK pieces and answers FIN, and the send completes at
+ * the FIN. RMA above FFI_MAX_MSG goes in FFI_READ_CHUNK pieces too (struct ffi_rjob).
  *
  * Bad input: a message that is not the provider's (short, unknown op) is counted and
  * dropped (rx_drops); connection requests beyond FFI_PEERS_MAX peers are refused
