@@ -34,7 +34,8 @@ FUZZ_SMOKE_SECONDS ?= 8
 
 # Debian packages the project needs to build and test. Installed by `make deps`.
 DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
-	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool
+	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool \
+	libfabric-dev libfabric-bin
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
@@ -146,6 +147,8 @@ $(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_L
 PREFIX ?= /usr/local
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 include daemon/daemon.mk
+# the libfabric provider (fabric/fabric.mk)
+include fabric/fabric.mk
 
 # benchmarks (bench/bench.mk): the congestion-control benchmark runs in the simulator
 BENCH_BINS :=
@@ -195,7 +198,7 @@ install-wireshark:
 # ---------------------------------------------------------------------------
 .PHONY: demo install e2e-chaos e2e-chaos-xdp bench-compare bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
-all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
+all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(FABRIC_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
@@ -217,7 +220,7 @@ test: deps
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
 		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
-		tests/e2e/test_router.sh tests/e2e/test_xdp.sh \
+		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 

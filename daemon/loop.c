@@ -56,7 +56,7 @@ static uint32_t key_rand(void *ctx)
 /* The node's one timer is a timerfd on CLOCK_MONOTONIC (fd_now_ns's clock) with an
  * absolute deadline: the engine's deadlines are microseconds away (ACK coalescing, RTO)
  * and an ev_timer would sleep in epoll_wait, whose timeout is in whole milliseconds.
- * Re-armed only when the deadline moves. */
+ * Re-armed only when the deadline moves earlier (fd_kick). */
 static void timer_arm(struct fd_daemon *d, uint64_t at_ns)
 {
 	struct itimerspec its = { 0 };
@@ -83,8 +83,11 @@ void fd_kick(struct fd_daemon *d)
 	} while (n == FC_NODE_BATCH_MAX && ++rounds < KICK_ROUNDS);
 	if (n == FC_NODE_BATCH_MAX)
 		ev_idle_start(d->loop, &d->idle_w); /* more to send: do not sleep */
+	/* re-armed only for an earlier deadline: a later one is found when the armed timer
+	 * fires (timer_cb, then here), one early wakeup instead of a timerfd_settime per kick
+	 * while the engine's deadlines move with every operation */
 	dl = fc_node_next_deadline(d->node);
-	if (dl != d->timer_at_ns)
+	if (dl < d->timer_at_ns)
 		timer_arm(d, dl);
 }
 

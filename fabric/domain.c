@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fabric/domain.c - the domain (a falcon context and PD), memory regions, the address
+ * vector and its cache of address handles, and which atomics the provider has.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ffi.h"
+
+/* ---- address handles: one per peer daemon, shared by AV entries and RDM peers ---- */
+
+/* The AH for a's daemon, created on first use (falcon_create_ah waits for the peer
+ * daemon's answer). NULL and errno: EINVAL (a bad address) or falcon_create_ah's. */
+struct ffi_ah *ffi_ah_get(struct ffi_domain *dom, const struct ffi_addr *a)
+{
+	char host[64];
+	struct ffi_ah *h;
+
+	if (ffi_addr_host(a, host, sizeof(host))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	LIST_FOREACH(h, &dom->ahs, link)
+		if (!strcmp(h->host, host))
+			return h;
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	snprintf(h->host, sizeof(h->host), "%s", host);
+	h->ah = falcon_create_ah(dom->pd, host, -1);
+	if (!h->ah) {
+		int e = errno;
+
+		FFI_WARN(FI_LOG_AV, "falcon_create_ah %s: %s\n", host, falcon_strerror(-e));
+		free(h);
+		errno = e;
+		return NULL;
+	}
+	LIST_INSERT_HEAD(&dom->ahs, h, link);
+	return h;
+}
+
+int ffi_addr_cmp(const struct ffi_addr *a, const struct ffi_addr *b)
+{
+	int c;
+
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	c = memcmp(a->ip, b->ip, sizeof(a->ip));
+	if (c)
+		return c;
+	if (a->cm_port != b->cm_port)
+		return a->cm_port < b->cm_port ? -1 : 1;
+	if (a->qpn != b->qpn)
+		return a->qpn < b->qpn ? -1 : 1;
+	return 0;
+}
+
+/* ---- memory regions ---- */
+
+static int mr_close(struct fid *fid)
+{
+	struct ffi_mr *mr = (struct ffi_mr *)fid;
+	int r = falcon_dereg_mr(mr->fmr);
+
+	if (r)
+		return r;
+	mr->dom->refs--;
+	free(mr);
+	return 0;
+}
+
+static int fid_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	(void)fid;
+	(void)bfid;
+	(void)flags;
+	return -FI_ENOSYS;
+}
+
+static int fid_control_nosys(struct fid *fid, int command, void *arg)
+{
+	(void)fid;
+	(void)command;
+	(void)arg;
+	return -FI_ENOSYS;
+}
+
+static int fid_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags, void **ops,
+			      void *context)
+{
+	(void)fid;
+	(void)name;
+	(void)flags;
+	(void)ops;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = mr_close,
+	.bind = fid_bind_nosys,
+	.control = fid_control_nosys,
+	.ops_open = fid_ops_open_nosys,
+};
+
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+		  uint64_t requested_key, uint64_t flags, struct fid_mr **fmr, void *context)
+{
+	struct ffi_domain *dom = (struct ffi_domain *)fid;
+	unsigned fa = FALCON_ACCESS_LOCAL_WRITE;
+	struct ffi_mr *mr;
+
+	(void)offset;
+	(void)requested_key; /* FI_MR_PROV_KEY: the key is falcon's rkey */
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (!len)
+		return -FI_EINVAL;
+	if (access & FI_REMOTE_READ)
+		fa |= FALCON_ACCESS_REMOTE_READ;
+	if (access & FI_REMOTE_WRITE)
+		fa |= FALCON_ACCESS_REMOTE_WRITE | FALCON_ACCESS_REMOTE_ATOMIC;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -FI_ENOMEM;
+	mr->fmr = falcon_reg_mr(dom->pd, (void *)buf, len, fa);
+	if (!mr->fmr) {
+		int e = errno;
+
+		free(mr);
+		return -e;
+	}
+	mr->dom = dom;
+	mr->mr.fid.fclass = FI_CLASS_MR;
+	mr->mr.fid.context = context;
+	mr->mr.fid.ops = &mr_fi_ops;
+	mr->mr.mem_desc = mr;
+	mr->mr.key = mr->fmr->rkey;
+	dom->refs++;
+	*fmr = &mr->mr;
+	return 0;
+}
+
+static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+		   uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		   void *context)
+{
+	if (count != 1)
+		return -FI_EINVAL; /* mr_iov_limit 1 */
+	return mr_reg(fid, iov[0].iov_base, iov[0].iov_len, access, offset, requested_key, flags,
+		      mr, context);
+}
+
+static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+		      struct fid_mr **mr)
+{
+	if (attr->iov_count != 1)
+		return -FI_EINVAL;
+	return mr_reg(fid, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len, attr->access,
+		      attr->offset, attr->requested_key, flags, mr, attr->context);
+}
+
+static struct fi_ops_mr mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = mr_reg,
+	.regv = mr_regv,
+	.regattr = mr_regattr,
+};
+
+/* ---- address vector ---- */
+
+const struct ffi_av_entry *ffi_av_get(struct ffi_av *av, fi_addr_t fa)
+{
+	if (!av || fa >= av->cap || !av->tab[fa].used)
+		return NULL;
+	return &av->tab[fa];
+}
+
+fi_addr_t ffi_av_find(struct ffi_av *av, const struct ffi_addr *a)
+{
+	if (!av)
+		return FI_ADDR_NOTAVAIL;
+	for (size_t i = 0; i < av->cap; i++)
+		if (av->tab[i].used && !ffi_addr_cmp(&av->tab[i].addr, a))
+			return i;
+	return FI_ADDR_NOTAVAIL;
+}
+
+static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr,
+		     uint64_t flags, void *context)
+{
+	struct ffi_av *av = (struct ffi_av *)fav;
+	const struct ffi_addr *in = addr;
+	int done = 0;
+
+	(void)context;
+	if (flags)
+		return -FI_EBADFLAGS;
+	for (size_t i = 0; i < count; i++) {
+		size_t slot = av->cap;
+		struct ffi_ah *ah;
+
+		for (size_t j = 0; j < av->cap; j++)
+			if (!av->tab[j].used) {
+				slot = j;
+				break;
+			}
+		if (slot == av->cap) {
+			size_t ncap = av->cap ? av->cap * 2 : 16;
+			struct ffi_av_entry *t;
+
+			if (ncap > FFI_AV_MAX || !(t = realloc(av->tab, ncap * sizeof(*t)))) {
+				if (fi_addr)
+					fi_addr[i] = FI_ADDR_NOTAVAIL;
+				continue;
+			}
+			memset(t + av->cap, 0, (ncap - av->cap) * sizeof(*t));
+			av->tab = t;
+			av->cap = ncap;
+		}
+		ah = ffi_ah_get(av->dom, &in[i]);
+		if (!ah) {
+			if (fi_addr)
+				fi_addr[i] = FI_ADDR_NOTAVAIL;
+			continue;
+		}
+		av->tab[slot] = (struct ffi_av_entry){ .addr = in[i], .ah = ah, .used = true };
+		av->count++;
+		if (fi_addr)
+			fi_addr[i] = slot;
+		done++;
+	}
+	return done;
+}
+
+static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+			fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	(void)av;
+	(void)node;
+	(void)service;
+	(void)fi_addr;
+	(void)flags;
+	(void)context;
+	return -FI_ENOSYS; /* a falcon address needs the endpoint's QP number */
+}
+
+static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
+			size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	(void)av;
+	(void)node;
+	(void)nodecnt;
+	(void)service;
+	(void)svccnt;
+	(void)fi_addr;
+	(void)flags;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+	struct ffi_av *av = (struct ffi_av *)fav;
+
+	(void)flags;
+	for (size_t i = 0; i < count; i++) {
+		if (!ffi_av_get(av, fi_addr[i]))
+			return -FI_EINVAL;
+		av->tab[fi_addr[i]].used = false;
+		av->count--;
+	}
+	return 0;
+}
+
+static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
+{
+	const struct ffi_av_entry *e = ffi_av_get((struct ffi_av *)fav, fa);
+	size_t n = *addrlen < sizeof(e->addr) ? *addrlen : sizeof(e->addr);
+
+	if (!e)
+		return -FI_EINVAL;
+	memcpy(addr, &e->addr, n);
+	*addrlen = sizeof(e->addr);
+	return 0;
+}
+
+static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len)
+{
+	const struct ffi_addr *a = addr;
+	char host[64], s[96];
+	int n;
+
+	(void)av;
+	if (ffi_addr_host(a, host, sizeof(host)))
+		snprintf(host, sizeof(host), "?");
+	n = snprintf(s, sizeof(s), "falcon://%s/qp%u", host, a->qpn);
+	if (*len)
+		snprintf(buf, *len, "%s", s);
+	*len = (size_t)n + 1;
+	return buf;
+}
+
+static int av_set_nosys(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **set,
+			void *context)
+{
+	(void)av;
+	(void)attr;
+	(void)set;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int av_close(struct fid *fid)
+{
+	struct ffi_av *av = (struct ffi_av *)fid;
+
+	if (av->refs)
+		return -FI_EBUSY;
+	av->dom->refs--;
+	free(av->tab);
+	free(av);
+	return 0;
+}
+
+static struct fi_ops av_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = av_close,
+	.bind = fid_bind_nosys,
+	.control = fid_control_nosys,
+	.ops_open = fid_ops_open_nosys,
+};
+
+static struct fi_ops_av av_ops = {
+	.size = sizeof(struct fi_ops_av),
+	.insert = av_insert,
+	.insertsvc = av_insertsvc,
+	.insertsym = av_insertsym,
+	.remove = av_remove,
+	.lookup = av_lookup,
+	.straddr = av_straddr,
+	.av_set = av_set_nosys,
+};
+
+static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
+		   void *context)
+{
+	struct ffi_av *av;
+
+	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_TABLE && attr->type != FI_AV_MAP)
+		return -FI_EINVAL;
+	if (attr->flags || attr->name || attr->rx_ctx_bits)
+		return -FI_ENOSYS; /* no events, no named (shared) AVs, no scalable endpoints */
+	av = calloc(1, sizeof(*av));
+	if (!av)
+		return -FI_ENOMEM;
+	av->dom = (struct ffi_domain *)domain;
+	av->type = attr->type == FI_AV_MAP ? FI_AV_MAP : FI_AV_TABLE;
+	av->av.fid.fclass = FI_CLASS_AV;
+	av->av.fid.context = context;
+	av->av.fid.ops = &av_fi_ops;
+	av->av.ops = &av_ops;
+	av->dom->refs++;
+	*fav = &av->av;
+	return 0;
+}
+
+/* ---- atomics: what falcon has natively, on 64-bit integers, one element ---- */
+
+/* FI_SUM (FetchAdd), FI_ATOMIC_READ (FetchAdd of 0), FI_CSWAP (CmpSwap), FI_MSWAP and
+ * FI_ATOMIC_WRITE (masked CmpSwap, RFC 7306, with a compare mask of 0). Everything else:
+ * -FI_EOPNOTSUPP. */
+int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+		     struct fi_atomic_attr *attr, uint64_t flags)
+{
+	bool ok;
+
+	(void)domain;
+	if (datatype != FI_INT64 && datatype != FI_UINT64)
+		return -FI_EOPNOTSUPP;
+	if (flags & FI_COMPARE_ATOMIC)
+		ok = op == FI_CSWAP || op == FI_MSWAP;
+	else if (flags & FI_FETCH_ATOMIC)
+		ok = op == FI_SUM || op == FI_ATOMIC_READ || op == FI_ATOMIC_WRITE;
+	else
+		ok = op == FI_SUM || op == FI_ATOMIC_WRITE;
+	if (!ok)
+		return -FI_EOPNOTSUPP;
+	if (attr) {
+		attr->size = sizeof(uint64_t);
+		attr->count = 1;
+	}
+	return 0;
+}
+
+/* ---- the domain ---- */
+
+static int domain_close(struct fid *fid)
+{
+	struct ffi_domain *dom = (struct ffi_domain *)fid;
+	struct ffi_ah *h;
+
+	if (dom->refs)
+		return -FI_EBUSY;
+	while ((h = LIST_FIRST(&dom->ahs))) {
+		LIST_REMOVE(h, link);
+		falcon_destroy_ah(h->ah);
+		free(h);
+	}
+	falcon_close(dom->ctx); /* frees the PD too */
+	free(dom);
+	return 0;
+}
+
+static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **sep, void *context)
+{
+	(void)domain;
+	(void)info;
+	(void)sep;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+			    struct fid_cntr **cntr, void *context)
+{
+	(void)domain;
+	(void)attr;
+	(void)cntr;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+			    struct fid_poll **pollset)
+{
+	(void)domain;
+	(void)attr;
+	(void)pollset;
+	return -FI_ENOSYS;
+}
+
+static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr, struct fid_stx **stx,
+			  void *context)
+{
+	(void)domain;
+	(void)attr;
+	(void)stx;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			  void *context)
+{
+	(void)domain;
+	(void)attr;
+	(void)rx_ep;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static int domain_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+				   struct fi_collective_attr *attr, uint64_t flags)
+{
+	(void)domain;
+	(void)coll;
+	(void)attr;
+	(void)flags;
+	return -FI_ENOSYS;
+}
+
+static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+			    uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EINVAL;
+	return ffi_endpoint(domain, info, ep, context);
+}
+
+static struct fi_ops domain_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = domain_close,
+	.bind = fid_bind_nosys,
+	.control = fid_control_nosys,
+	.ops_open = fid_ops_open_nosys,
+};
+
+static struct fi_ops_domain domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = av_open,
+	.cq_open = ffi_cq_open,
+	.endpoint = ffi_endpoint,
+	.scalable_ep = domain_scalable_ep,
+	.cntr_open = domain_cntr_open,
+	.poll_open = domain_poll_open,
+	.stx_ctx = domain_stx_ctx,
+	.srx_ctx = domain_srx_ctx,
+	.query_atomic = ffi_query_atomic,
+	.query_collective = domain_query_collective,
+	.endpoint2 = domain_endpoint2,
+};
+
+int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **fdom,
+		    void *context)
+{
+	struct ffi_domain *dom;
+	int r;
+
+	if (info && info->domain_attr && info->domain_attr->name &&
+	    strcmp(info->domain_attr->name, FFI_PROV_NAME))
+		return -FI_EINVAL;
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	r = ffi_self_addr(&dom->self);
+	if (r) {
+		FFI_WARN(FI_LOG_DOMAIN, "FI_FALCON_ADDR is not host[:cm-port]\n");
+		free(dom);
+		return r;
+	}
+	dom->ctx = falcon_open(NULL);
+	if (!dom->ctx || !(dom->pd = falcon_alloc_pd(dom->ctx))) {
+		r = -errno;
+		FFI_WARN(FI_LOG_DOMAIN, "falcond: %s\n", falcon_strerror(r));
+		if (dom->ctx)
+			falcon_close(dom->ctx);
+		free(dom);
+		return r;
+	}
+	LIST_INIT(&dom->ahs);
+	dom->fab = (struct ffi_fabric *)fabric;
+	dom->api_version = info && info->fabric_attr ? info->fabric_attr->api_version : 0;
+	dom->mr_mode = info && info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;
+	dom->domain.fid.fclass = FI_CLASS_DOMAIN;
+	dom->domain.fid.context = context;
+	dom->domain.fid.ops = &domain_fi_ops;
+	dom->domain.ops = &domain_ops;
+	dom->domain.mr = &mr_ops;
+	*fdom = &dom->domain;
+	return 0;
+}

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fabric/ffi.h - the "falcon" libfabric provider (libfalcon-fi.so): libfabric's fi_*
+ * objects over libfalcon-client. Built against libfabric's public headers only (no
+ * ofi_* utility code); loaded by libfabric from FI_PROVIDER_PATH through FI_EXT_INI.
+ *
+ * Objects and what each is over:
+ *   fabric           nothing (a name)
+ *   domain           a falcon context (falcon_open) and a PD; a cache of address handles,
+ *                    one per peer daemon (falcon_create_ah)
+ *   memory region    falcon_reg_mr; the key is the falcon rkey, the descriptor names the
+ *                    lkey (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
+ *   address vector   a table of falcon addresses (struct ffi_addr), each with its AH
+ *   completion queue a ring of completions the endpoints' progress fills; blocking reads
+ *                    wait on the falcon CQs' notification fds through one epoll fd
+ *   endpoint         one falcon CQ, a UD QP (its address), a pool of bounce buffers;
+ *                    RDM: an SRQ for every RC QP it has, one RC QP per peer
+ *
+ * Addresses: struct ffi_addr is what fi_getname returns: the endpoint's daemon (IPv4 or
+ * IPv6 address and CM port) and the number of its UD QP. The provider cannot ask the
+ * daemon for its own CM address (libfalcon-client has no call for it): it comes from
+ * FI_FALCON_ADDR ("host[:cm-port]"), else the first IPv4 address of an interface that is
+ * up and not loopback, else 127.0.0.1, with FALCON_CM_PORT_DEFAULT.
+ *
+ * RDM connections (how two endpoints that know each other only by fi_getname set up an
+ * RC pair; Falcon is the reliability, the provider adds no second layer):
+ *   A's first operation to B creates an RC QP (INIT) and sends REQ{A's address, its QPN}
+ *   as a UD datagram to B's UD QP; the operation waits in the peer's pending list.
+ *   B creates its RC QP, moves it to RTR naming A's host and QPN, then RTS, and answers
+ *   REP{B's address, its QPN}; B may send at once (falcond holds WRs until the pair's
+ *   connection opens). A moves its QP to RTR/RTS naming B's QPN and posts the pending
+ *   operations in order. When REQs cross (both sent first), the REQ from the lower
+ *   address wins: the higher side answers it with the QP it had made for its own REQ, the
+ *   lower side ignores the other REQ. UD over Falcon is delivered reliably, so REQ and REP
+ *   are not retransmitted; a peer that never answers fails the pending operations with
+ *   FI_ETIMEDOUT after FI_FALCON_CONN_TIMEOUT_MS (default FFI_CONN_TIMEOUT_MS; checked by
+ *   progress).
+ *
+ * Messages: every SEND carries a struct ffi_hdr (op, tag, 32-bit CQ data) in front of the
+ * payload; sends are copied into a bounce slot (so no local registration is needed) and
+ * land in the receiver's bounce slots (SRQ), where the provider matches them against
+ * posted receives (tagged: (tag & ~ignore) equal; FI_DIRECTED_RECV by source) or queues
+ * them as unexpected (copied out, up to FFI_UNEXP_MAX; beyond that they keep their slot,
+ * so senders meet RNR back-pressure). That is up to FFI_MAX_MSG bytes (eager); a larger RDM
+ * message (to FFI_RNDV_MAX) goes by rendezvous: the sender registers it and sends a struct
+ * ffi_rndv in its place, the matched receiver READs it into the receive buffer (one
+ * buffer: iov_count 1) in FFI_READ_CHUNK pieces and answers FIN, and the send completes at
+ * the FIN. RMA above FFI_MAX_MSG goes in FFI_READ_CHUNK pieces too (struct ffi_rjob).
+ *
+ * Bad input: a message that is not the provider's (short, unknown op) is counted and
+ * dropped (rx_drops); connection requests beyond FFI_PEERS_MAX peers are refused
+ * (req_drops). A DGRAM source address (FI_SOURCE) is the one the sender's provider wrote
+ * into the datagram: the daemons authenticate the host (security psp), not the endpoint.
+ *
+ * Progress: manual; every CQ read and every post on an endpoint progresses it.
+ * Threads: FI_THREAD_DOMAIN (the application serializes access to a domain's objects).
+ */
+#ifndef FFI_H
+#define FFI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+#include <rdma/providers/fi_log.h>
+
+#include "falcon/falcon.h"
+
+#define FFI_PROV_NAME "falcon"
+#define FFI_PROV_VERSION FI_VERSION(0, 1)
+#define FFI_FI_VERSION FI_VERSION(1, 17)
+
+#define FFI_MAX_MSG 65536u          /* eager: one bounce slot per message; above: rendezvous */
+#define FFI_RNDV_MAX (1ull << 30)   /* the largest message (rendezvous) */
+#define FFI_READ_CHUNK (1u << 20)   /* falcond's largest message: READs are cut to it */
+#define FFI_UD_MTU 4096u            /* falcond's default MTU: a UD datagram's bound */
+#define FFI_TX_SLOTS 64u            /* operations in flight per endpoint */
+#define FFI_CTRL_RESERVE 4u         /* of them kept for REQ / REP (tx_attr->size: the rest) */
+#define FFI_RX_SLOTS 64u            /* bounce slots in the SRQ (RDM) */
+#define FFI_UD_SLOTS 32u            /* bounce slots on the UD QP */
+#define FFI_RX_POSTED_MAX 1024u     /* posted receives per endpoint (rx_attr->size) */
+#define FFI_UNEXP_MAX 4096u         /* unexpected messages copied out per endpoint */
+#define FFI_CQ_DEFAULT 1024u
+#define FFI_CQ_MAX 65536u
+#define FFI_BIND_MAX 16u            /* endpoints bound to one CQ */
+#define FFI_AV_MAX 65536u
+#define FFI_CONN_TIMEOUT_MS 10000
+#define FFI_PEERS_MAX 4096u         /* RDM connections per endpoint */
+#define FFI_QKEY 0x66616c63u        /* "falc" */
+#define FFI_CQ_DATA_BYTES 4u        /* remote CQ data: falcon's 32-bit immediate */
+
+/* An endpoint's address: what fi_getname returns and fi_av_insert takes. */
+struct ffi_addr {
+	uint8_t family;             /* 4 or 6 */
+	uint8_t pad;
+	uint16_t cm_port;           /* the daemon's CM port, host order */
+	uint32_t qpn;               /* the endpoint's UD QP */
+	uint8_t ip[16];             /* IPv4 in the first 4 bytes */
+};
+
+/* In front of every message the provider sends. */
+enum ffi_hop {
+	FFI_OP_MSG = 1,
+	FFI_OP_TAGGED = 2,
+	FFI_OP_REQ = 3,             /* RDM connection request (UD) */
+	FFI_OP_REP = 4,             /* RDM connection reply (UD) */
+	FFI_OP_FIN = 5,             /* rendezvous done: data = the sender's op, tag = its seq */
+};
+#define FFI_HF_DATA 0x1u            /* data carries remote CQ data */
+#define FFI_HF_RNDV 0x2u            /* the payload is a struct ffi_rndv, not the message */
+
+/* A rendezvous message's announcement: the receiver READs the message from here. */
+struct ffi_rndv {
+	uint64_t addr;
+	uint64_t len;
+	uint64_t seq;               /* the sender op's sequence number (FIN echoes it) */
+	uint32_t rkey;
+	uint32_t token;             /* the sender's op index */
+};
+
+struct ffi_hdr {
+	uint8_t op;                 /* enum ffi_hop */
+	uint8_t flags;              /* FFI_HF_* */
+	uint16_t pad;
+	uint32_t data;
+	uint64_t tag;
+};
+/* UD datagrams also carry the sender's address (FI_SOURCE, REQ/REP) */
+struct ffi_ud_hdr {
+	struct ffi_hdr h;
+	struct ffi_addr src;
+	uint32_t qpn;               /* REQ / REP: the sender's RC QP */
+	uint32_t pad;
+};
+#define FFI_DGRAM_MAX (FFI_UD_MTU - sizeof(struct ffi_ud_hdr))
+#define FFI_SLOT_BYTES (FFI_MAX_MSG + sizeof(struct ffi_hdr))
+
+extern struct fi_provider ffi_prov;
+
+#define FFI_WARN(subsys, ...) FI_WARN(&ffi_prov, subsys, __VA_ARGS__)
+
+/* ---- fabric, domain ---- */
+
+struct ffi_fabric {
+	struct fid_fabric fabric;
+};
+
+struct ffi_ah {
+	LIST_ENTRY(ffi_ah) link;
+	char host[64];              /* "a.b.c.d:port" / "[v6]:port" */
+	struct falcon_ah *ah;
+};
+
+struct ffi_domain {
+	struct fid_domain domain;
+	struct ffi_fabric *fab;
+	struct falcon_context *ctx;
+	struct falcon_pd *pd;
+	struct ffi_addr self;       /* the daemon's part of every endpoint's address */
+	uint64_t mr_mode;
+	uint32_t api_version;
+	int refs;                   /* objects open on it */
+	LIST_HEAD(, ffi_ah) ahs;
+};
+
+struct ffi_mr {
+	struct fid_mr mr;
+	struct ffi_domain *dom;
+	struct falcon_mr *fmr;
+};
+
+struct ffi_av_entry {
+	struct ffi_addr addr;
+	struct ffi_ah *ah;
+	bool used;
+};
+
+struct ffi_av {
+	struct fid_av av;
+	struct ffi_domain *dom;
+	enum fi_av_type type;
+	struct ffi_av_entry *tab;
+	size_t count, cap;
+	int refs;
+};
+
+/* ---- completion queues and event queues ---- */
+
+struct ffi_cqe {
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	int err;                    /* positive FI_E*; 0: success */
+	int prov_errno;
+	size_t olen;
+};
+
+struct ffi_ep;
+
+struct ffi_cq {
+	struct fid_cq cq;
+	struct ffi_domain *dom;
+	enum fi_cq_format format;
+	enum fi_wait_obj wait_obj;
+	struct ffi_cqe *ring;
+	uint32_t size, head, count;
+	struct ffi_ep *eps[FFI_BIND_MAX];
+	unsigned neps;
+	int epfd;                   /* the bound endpoints' falcon CQ fds and sigfd */
+	int sigfd;                  /* fi_cq_signal */
+	int refs;
+};
+
+struct ffi_eq_ev {
+	uint32_t event;
+	size_t len;
+	bool err;
+	union {
+		struct fi_eq_entry entry;
+		struct fi_eq_err_entry err_entry;
+		uint8_t raw[256];
+	} u;
+};
+
+struct ffi_eq {
+	struct fid_eq eq;
+	struct ffi_fabric *fab;
+	int efd;                    /* readable while events are queued */
+	struct ffi_eq_ev *ring;
+	uint32_t size, head, count;
+};
+
+/* ---- endpoints ---- */
+
+enum ffi_kind {
+	FFI_K_SEND = 1,             /* a message from a tx slot */
+	FFI_K_RMA,                  /* READ / WRITE / atomic, maybe through a tx slot */
+	FFI_K_CTRL,                 /* REQ / REP from a tx slot, no completion */
+	FFI_K_RX,                   /* an SRQ bounce slot */
+	FFI_K_UDRX,                 /* a UD QP bounce slot */
+	FFI_K_RREAD,                /* a rendezvous READ at the receiver */
+	FFI_K_RCHUNK,               /* a piece of an RMA above FFI_MAX_MSG */
+};
+
+struct ffi_peer;
+
+/* A transmit operation: one tx slot, one send WR, at most one completion. */
+struct ffi_op {
+	uint32_t idx;               /* its tx slot */
+	uint8_t kind;               /* enum ffi_kind */
+	bool comp;                  /* report a completion */
+	bool in_use;
+	void *context;
+	uint64_t cq_flags;          /* FI_SEND | FI_MSG, FI_WRITE | FI_RMA, ... */
+	struct falcon_send_wr wr;
+	struct falcon_sge sge;
+	void *result;               /* READ / fetching atomic through the slot: copy here */
+	size_t result_len;
+	struct ffi_peer *peer;      /* RDM: the connection it goes on */
+	struct falcon_mr *rndv_mr;  /* rendezvous send: the message, registered until FIN */
+	uint64_t seq;
+	struct ffi_rrx *rrx;        /* FFI_K_RREAD: the receive it reads for */
+	struct ffi_rjob *rjob;      /* FFI_K_RCHUNK: the RMA it is a piece of */
+	uint64_t t0_ms;             /* when it began waiting for its connection */
+	TAILQ_ENTRY(ffi_op) link;   /* free list / a peer's pending list */
+};
+TAILQ_HEAD(ffi_op_list, ffi_op);
+
+enum ffi_peer_state {
+	FFI_PEER_CONNECTING = 1,    /* REQ sent, waiting for REP */
+	FFI_PEER_CONNECTED,
+	FFI_PEER_FAILED,
+};
+
+struct ffi_peer {
+	struct ffi_addr addr;
+	struct ffi_ah *ah;
+	struct falcon_qp *qp;
+	uint32_t remote_qpn;
+	int state;                  /* enum ffi_peer_state */
+	bool rep_owed;              /* a REP waits for a free tx slot */
+	fi_addr_t fa;               /* its AV entry (FI_ADDR_NOTAVAIL: not inserted yet) */
+	uint64_t since_ms;
+	struct ffi_op_list pending;
+	LIST_ENTRY(ffi_peer) link;
+};
+
+/* A posted receive. */
+struct ffi_rx {
+	void *context;
+	struct iovec iov[4];
+	size_t iov_count, len;
+	fi_addr_t src;              /* FI_ADDR_UNSPEC: any */
+	uint64_t tag, ignore;
+	uint64_t flags;             /* FI_MSG or FI_TAGGED, FI_COMPLETION */
+	TAILQ_ENTRY(ffi_rx) link;
+};
+TAILQ_HEAD(ffi_rx_list, ffi_rx);
+
+/* A rendezvous receive in progress: READs from the sender, then FIN. */
+struct ffi_rrx {
+	void *context;
+	uint64_t rflags;
+	struct ffi_hdr h;
+	struct ffi_rndv rv;
+	fi_addr_t src;
+	struct ffi_peer *peer;
+	uint8_t *dst;
+	size_t total, next;         /* bytes to read, bytes posted */
+	unsigned reads_out;
+	int err;                    /* FI_E* of a failed READ */
+	int prov_errno;
+	struct falcon_mr *mr;
+	bool done;                  /* all read: complete and FIN */
+	TAILQ_ENTRY(ffi_rrx) link;
+};
+TAILQ_HEAD(ffi_rrx_list, ffi_rrx);
+
+/* An RMA above FFI_MAX_MSG: pieces of FFI_READ_CHUNK, as tx operations come free. */
+struct ffi_rjob {
+	void *context;
+	uint64_t cq_flags;
+	bool comp, write, imm;
+	uint32_t imm_data;
+	fi_addr_t dest;
+	uint8_t *local;
+	uint32_t lkey;
+	uint64_t raddr;
+	uint32_t rkey;
+	size_t total, next;
+	unsigned out;
+	int err, prov_errno;
+	struct falcon_mr *mr;       /* the local buffer, registered for the job (no desc) */
+	uint64_t t0_ms;
+	TAILQ_ENTRY(ffi_rjob) link;
+};
+TAILQ_HEAD(ffi_rjob_list, ffi_rjob);
+
+/* A message that arrived before its receive. */
+struct ffi_unexp {
+	struct ffi_hdr h;
+	fi_addr_t src;
+	struct ffi_peer *peer;
+	size_t len;
+	uint8_t *data;              /* its copy, or the slot it still holds */
+	int slot;                   /* >= 0: an SRQ / UD slot to repost once matched */
+	uint8_t slot_kind;          /* FFI_K_RX or FFI_K_UDRX */
+	void *claim;                /* FI_CLAIM: the context that claimed it (NULL: none) */
+	bool rndv;                  /* data is nothing: rv says where the message is */
+	struct ffi_rndv rv;
+	TAILQ_ENTRY(ffi_unexp) link;
+};
+TAILQ_HEAD(ffi_unexp_list, ffi_unexp);
+
+struct ffi_ep {
+	struct fid_ep ep;
+	struct ffi_domain *dom;
+	enum fi_ep_type type;
+	uint64_t caps;
+	bool enabled;
+	struct ffi_cq *tx_cq, *rx_cq;
+	uint64_t tx_flags, rx_flags;  /* bind flags (FI_SELECTIVE_COMPLETION) */
+	uint64_t tx_op_flags, rx_op_flags;
+	struct ffi_av *av;
+	struct ffi_eq *eq;
+
+	struct falcon_cq *fcq;
+	struct falcon_qp *ud;
+	struct falcon_srq *srq;
+	struct ffi_addr self;
+
+	uint8_t *pool;              /* tx slots, SRQ slots, UD slots */
+	size_t pool_len;
+	struct falcon_mr *pool_mr;
+	uint8_t *tx_slots, *rx_slots, *ud_slots;
+
+	struct ffi_op ops[FFI_TX_SLOTS];
+	struct ffi_op_list free_ops;
+	unsigned ops_free;
+
+	LIST_HEAD(, ffi_peer) peers;
+	struct ffi_rx_list rx_msg, rx_tag;
+	unsigned rx_posted;
+	struct ffi_unexp_list unexp;
+	unsigned unexp_copied;
+	struct ffi_rrx_list rrx;    /* rendezvous receives under way */
+	struct ffi_rjob_list rjobs; /* large RMAs under way */
+	uint64_t seq;
+	unsigned npeers;
+	uint64_t dgram_drops;       /* DGRAM: datagrams dropped (no room for them) */
+	uint64_t rx_drops;          /* messages that were not the provider's (bad header) */
+	uint64_t req_drops;         /* connection requests refused (FFI_PEERS_MAX, no AH) */
+	int conn_timeout_ms;        /* FI_FALCON_CONN_TIMEOUT_MS, else FFI_CONN_TIMEOUT_MS */
+};
+
+/* ---- functions shared between the files ---- */
+
+/* prov.c */
+int ffi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+int ffi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		void *context);
+uint64_t ffi_now_ms(void);
+int ffi_addr_host(const struct ffi_addr *a, char *buf, size_t len);
+int ffi_self_addr(struct ffi_addr *a);
+
+/* domain.c */
+int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+		    struct fid_domain **domain, void *context);
+struct ffi_ah *ffi_ah_get(struct ffi_domain *dom, const struct ffi_addr *a);
+const struct ffi_av_entry *ffi_av_get(struct ffi_av *av, fi_addr_t fa);
+fi_addr_t ffi_av_find(struct ffi_av *av, const struct ffi_addr *a);
+int ffi_addr_cmp(const struct ffi_addr *a, const struct ffi_addr *b);
+int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+		     struct fi_atomic_attr *attr, uint64_t flags);
+
+/* cq.c */
+int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+		void *context);
+int ffi_cq_bind_ep(struct ffi_cq *cq, struct ffi_ep *ep);
+void ffi_cq_unbind_ep(struct ffi_cq *cq, struct ffi_ep *ep);
+uint32_t ffi_cq_room(const struct ffi_cq *cq);
+void ffi_cq_push(struct ffi_cq *cq, const struct ffi_cqe *e);
+int ffi_err_of_status(uint32_t status);
+
+/* ep.c */
+int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+		 void *context);
+void ffi_ep_progress(struct ffi_ep *ep);
+struct ffi_op *ffi_op_get(struct ffi_ep *ep);
+void ffi_op_put(struct ffi_ep *ep, struct ffi_op *op);
+uint8_t *ffi_op_slot(struct ffi_ep *ep, const struct ffi_op *op);
+ssize_t ffi_op_submit(struct ffi_ep *ep, struct ffi_op *op, fi_addr_t dest);
+
+/* rma.c */
+extern struct fi_ops_rma ffi_rma_ops;
+extern struct fi_ops_atomic ffi_atomic_ops;
+void ffi_rma_complete(struct ffi_ep *ep, struct ffi_op *op);
+void ffi_rjob_pump(struct ffi_ep *ep);
+void ffi_rjob_chunk_done(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *wc);
+
+/* ep.c, for rma.c */
+struct ffi_peer *ffi_peer_for(struct ffi_ep *ep, fi_addr_t fa);
+int ffi_post_on(struct ffi_ep *ep, struct falcon_qp *qp, struct ffi_op *op);
+struct ffi_op *ffi_op_get_any(struct ffi_ep *ep);
+
+#endif

@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fabric/prov.c - the provider's entry point (FI_EXT_INI), fi_getinfo, the fabric and
+ * its event queues.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ffi.h"
+
+uint64_t ffi_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* "a.b.c.d:port" or "[v6]:port" for falcon_create_ah / falcon_modify_qp: 0 or -EINVAL. */
+int ffi_addr_host(const struct ffi_addr *a, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (a->family == 4) {
+		if (!inet_ntop(AF_INET, a->ip, ip, sizeof(ip)))
+			return -EINVAL;
+		snprintf(buf, len, "%s:%u", ip, a->cm_port);
+	} else if (a->family == 6) {
+		if (!inet_ntop(AF_INET6, a->ip, ip, sizeof(ip)))
+			return -EINVAL;
+		snprintf(buf, len, "[%s]:%u", ip, a->cm_port);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_host(const char *s, struct ffi_addr *a)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon;
+	size_t n;
+	unsigned long port = FALCON_CM_PORT_DEFAULT;
+
+	memset(a, 0, sizeof(*a));
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || (size_t)(end - s - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(end - s - 1));
+		host[end - s - 1] = 0;
+		colon = end[1] == ':' ? end + 1 : NULL;
+	} else {
+		colon = strrchr(s, ':');
+		n = colon ? (size_t)(colon - s) : strlen(s);
+		if (n >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s, n);
+		host[n] = 0;
+	}
+	if (colon) {
+		char *end;
+
+		port = strtoul(colon + 1, &end, 10);
+		if (*end || port == 0 || port > 65535)
+			return -EINVAL;
+	}
+	a->cm_port = (uint16_t)port;
+	if (inet_pton(AF_INET, host, a->ip) == 1) {
+		a->family = 4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, a->ip) == 1) {
+		a->family = 6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The daemon's CM address, as peers reach it (see ffi.h): 0 or -EINVAL (a bad
+ * FI_FALCON_ADDR). */
+int ffi_self_addr(struct ffi_addr *a)
+{
+	char *s = NULL;
+	struct ifaddrs *ifs, *i;
+
+	if (fi_param_get_str(&ffi_prov, "addr", &s) == 0 && s && *s)
+		return parse_host(s, a);
+	memset(a, 0, sizeof(*a));
+	a->family = 4;
+	a->cm_port = FALCON_CM_PORT_DEFAULT;
+	a->ip[0] = 127;
+	a->ip[3] = 1;
+	if (getifaddrs(&ifs) == 0) {
+		for (i = ifs; i; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+			    !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+				continue;
+			memcpy(a->ip, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+			break;
+		}
+		freeifaddrs(ifs);
+	}
+	return 0;
+}
+
+/* ---- fi_getinfo ---- */
+
+/* FI_REMOTE_COMM only: endpoints on one daemon reach each other under --security none,
+ * but under psp falcond does not finish a connection to itself (its AH never answers) */
+#define FFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
+		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | \
+		      FI_REMOTE_COMM)
+#define FFI_DGRAM_CAPS (FI_MSG | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM)
+#define FFI_SECONDARY (FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM)
+#define FFI_MR_NEEDS (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
+
+static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const struct fi_info *hints)
+{
+	struct fi_info *fi = fi_allocinfo();
+	uint64_t caps = type == FI_EP_RDM ? FFI_RDM_CAPS : FFI_DGRAM_CAPS;
+	bool rma_ok = true;
+
+	if (!fi)
+		return NULL;
+	if (hints && hints->domain_attr && FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
+	    hints->domain_attr->mr_mode != FI_MR_UNSPEC && hints->domain_attr->mr_mode != FI_MR_BASIC &&
+	    (hints->domain_attr->mr_mode & FFI_MR_NEEDS) != FFI_MR_NEEDS)
+		rma_ok = false; /* the app cannot take provider keys on virtual addresses */
+	if (!rma_ok)
+		caps &= ~(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+	if (hints && hints->caps) {
+		if ((hints->caps & caps) != hints->caps)
+			goto nodata;
+		/* primary capabilities asked for; the secondary ones we have */
+		caps = hints->caps | (caps & FFI_SECONDARY);
+		if (caps & (FI_MSG | FI_TAGGED))
+			caps |= (FI_SEND | FI_RECV) & (hints->caps & (FI_SEND | FI_RECV) ?
+						       hints->caps : ~0ull);
+	}
+	fi->caps = caps;
+	fi->mode = 0;
+	fi->addr_format = FI_FORMAT_UNSPEC;
+
+	fi->tx_attr->caps = caps;
+	fi->tx_attr->msg_order = type == FI_EP_RDM ? FI_ORDER_SAS : 0;
+	fi->tx_attr->comp_order = FI_ORDER_NONE;
+	fi->tx_attr->inject_size = type == FI_EP_RDM ? 4096 : 1024;
+	fi->tx_attr->size = FFI_TX_SLOTS - FFI_CTRL_RESERVE;
+	fi->tx_attr->iov_limit = 4;
+	fi->tx_attr->rma_iov_limit = 1;
+
+	fi->rx_attr->caps = caps;
+	fi->rx_attr->msg_order = type == FI_EP_RDM ? FI_ORDER_SAS : 0;
+	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->rx_attr->total_buffered_recv = (size_t)FFI_RX_SLOTS * FFI_MAX_MSG;
+	fi->rx_attr->size = FFI_RX_POSTED_MAX;
+	fi->rx_attr->iov_limit = 4;
+
+	fi->ep_attr->type = type;
+	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
+	fi->ep_attr->max_msg_size = type == FI_EP_RDM ? FFI_RNDV_MAX : FFI_DGRAM_MAX;
+	fi->ep_attr->mem_tag_format = type == FI_EP_RDM ? 0xAAAAAAAAAAAAAAAAull : 0;
+	fi->ep_attr->tx_ctx_cnt = 1;
+	fi->ep_attr->rx_ctx_cnt = 1;
+
+	fi->domain_attr->name = strdup(FFI_PROV_NAME);
+	fi->domain_attr->threading = FI_THREAD_DOMAIN;
+	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	fi->domain_attr->av_type = hints && hints->domain_attr &&
+		hints->domain_attr->av_type == FI_AV_MAP ? FI_AV_MAP : FI_AV_TABLE;
+	fi->domain_attr->mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_BASIC :
+				   (caps & (FI_RMA | FI_ATOMIC)) ? FFI_MR_NEEDS : 0;
+	fi->domain_attr->mr_key_size = 4;
+	fi->domain_attr->cq_data_size = type == FI_EP_RDM ? FFI_CQ_DATA_BYTES : 0;
+	fi->domain_attr->cq_cnt = 256;
+	fi->domain_attr->ep_cnt = 256;
+	fi->domain_attr->tx_ctx_cnt = 256;
+	fi->domain_attr->rx_ctx_cnt = 256;
+	fi->domain_attr->max_ep_tx_ctx = 1;
+	fi->domain_attr->max_ep_rx_ctx = 1;
+	fi->domain_attr->mr_iov_limit = 1;
+	fi->domain_attr->mr_cnt = 4096;
+
+	fi->fabric_attr->name = strdup(FFI_PROV_NAME);
+	fi->fabric_attr->prov_version = FFI_PROV_VERSION;
+	fi->fabric_attr->api_version = version;
+	if (!fi->domain_attr->name || !fi->fabric_attr->name)
+		goto nodata;
+
+	if (!hints)
+		return fi;
+	if (hints->addr_format != FI_FORMAT_UNSPEC)
+		goto nodata;
+	if (hints->ep_attr) {
+		if (hints->ep_attr->max_msg_size > fi->ep_attr->max_msg_size)
+			goto nodata;
+		if (hints->ep_attr->protocol != FI_PROTO_UNSPEC)
+			goto nodata;
+		if (hints->ep_attr->mem_tag_format && type == FI_EP_RDM)
+			fi->ep_attr->mem_tag_format = hints->ep_attr->mem_tag_format;
+	}
+	if (hints->tx_attr && hints->tx_attr->inject_size > fi->tx_attr->inject_size)
+		goto nodata;
+	if (hints->domain_attr) {
+		const struct fi_domain_attr *d = hints->domain_attr;
+
+		if (d->name && strcasecmp(d->name, FFI_PROV_NAME))
+			goto nodata;
+		if (d->threading == FI_THREAD_SAFE || d->threading == FI_THREAD_FID)
+			goto nodata;
+		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+			goto nodata;
+		if (d->cq_data_size > fi->domain_attr->cq_data_size)
+			goto nodata;
+	}
+	if (hints->fabric_attr && hints->fabric_attr->name &&
+	    strcasecmp(hints->fabric_attr->name, FFI_PROV_NAME))
+		goto nodata;
+	if (hints->dest_addr) {
+		if (hints->dest_addrlen != sizeof(struct ffi_addr))
+			goto nodata;
+		fi->dest_addr = malloc(sizeof(struct ffi_addr));
+		if (!fi->dest_addr)
+			goto nodata;
+		memcpy(fi->dest_addr, hints->dest_addr, sizeof(struct ffi_addr));
+		fi->dest_addrlen = sizeof(struct ffi_addr);
+	}
+	return fi;
+nodata:
+	fi_freeinfo(fi);
+	return NULL;
+}
+
+static int ffi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info)
+{
+	static const enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_DGRAM };
+	struct fi_info *head = NULL, **tail = &head;
+	struct falcon_context *ctx;
+
+	(void)node;
+	(void)service;
+	(void)flags;
+	*info = NULL;
+	if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
+	    hints->ep_attr->type != FI_EP_RDM && hints->ep_attr->type != FI_EP_DGRAM)
+		return -FI_ENODATA;
+	/* a provider without a daemon to talk to offers nothing */
+	ctx = falcon_open(NULL);
+	if (!ctx) {
+		FFI_WARN(FI_LOG_CORE, "no falcond: %s\n", falcon_strerror(-errno));
+		return -FI_ENODATA;
+	}
+	falcon_close(ctx);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct fi_info *fi;
+
+		if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
+		    hints->ep_attr->type != types[i])
+			continue;
+		fi = info_of(version, types[i], hints);
+		if (!fi)
+			continue;
+		*tail = fi;
+		tail = &fi->next;
+	}
+	if (!head)
+		return -FI_ENODATA;
+	*info = head;
+	return 0;
+}
+
+/* ---- event queues: no provider events (AV inserts are synchronous), fi_eq_write's ---- */
+
+static int eq_close(struct fid *fid)
+{
+	struct ffi_eq *eq = (struct ffi_eq *)fid;
+
+	close(eq->efd);
+	free(eq->ring);
+	free(eq);
+	return 0;
+}
+
+static ssize_t eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t len, uint64_t flags)
+{
+	struct ffi_eq *eq = (struct ffi_eq *)feq;
+	struct ffi_eq_ev *ev;
+	uint64_t v;
+
+	if (!eq->count)
+		return -FI_EAGAIN;
+	ev = &eq->ring[eq->head];
+	if (ev->err)
+		return -FI_EAVAIL;
+	if (len < ev->len)
+		return -FI_ETOOSMALL;
+	if (event)
+		*event = ev->event;
+	memcpy(buf, ev->u.raw, ev->len);
+	if (!(flags & FI_PEEK)) {
+		eq->head = (eq->head + 1) % eq->size;
+		if (--eq->count == 0 && read(eq->efd, &v, sizeof(v)) < 0)
+			(void)0; /* the counter was already 0: nothing to clear */
+	}
+	return (ssize_t)ev->len;
+}
+
+static ssize_t eq_readerr(struct fid_eq *feq, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+	struct ffi_eq *eq = (struct ffi_eq *)feq;
+	struct ffi_eq_ev *ev;
+	uint64_t v;
+
+	if (!eq->count || !eq->ring[eq->head].err)
+		return -FI_EAGAIN;
+	ev = &eq->ring[eq->head];
+	*buf = ev->u.err_entry;
+	if (!(flags & FI_PEEK)) {
+		eq->head = (eq->head + 1) % eq->size;
+		if (--eq->count == 0 && read(eq->efd, &v, sizeof(v)) < 0)
+			(void)0;
+	}
+	return sizeof(*buf);
+}
+
+static ssize_t eq_write(struct fid_eq *feq, uint32_t event, const void *buf, size_t len,
+			uint64_t flags)
+{
+	struct ffi_eq *eq = (struct ffi_eq *)feq;
+	struct ffi_eq_ev *ev;
+	uint64_t one = 1;
+
+	if (len > sizeof(ev->u.raw))
+		return -FI_EINVAL;
+	if (eq->count == eq->size)
+		return -FI_EAGAIN;
+	ev = &eq->ring[(eq->head + eq->count) % eq->size];
+	memset(ev, 0, sizeof(*ev));
+	ev->event = event;
+	ev->len = len;
+	ev->err = false;
+	(void)flags;
+	memcpy(ev->u.raw, buf, len);
+	eq->count++;
+	if (write(eq->efd, &one, sizeof(one)) < 0)
+		return -errno;
+	return (ssize_t)len;
+}
+
+static ssize_t eq_sread(struct fid_eq *feq, uint32_t *event, void *buf, size_t len, int timeout,
+			uint64_t flags)
+{
+	struct ffi_eq *eq = (struct ffi_eq *)feq;
+	struct pollfd p = { .fd = eq->efd, .events = POLLIN };
+	uint64_t t0 = ffi_now_ms();
+
+	for (;;) {
+		ssize_t r = eq_read(feq, event, buf, len, flags);
+		int wait_ms = timeout;
+
+		if (r != -FI_EAGAIN)
+			return r;
+		if (timeout >= 0) {
+			uint64_t el = ffi_now_ms() - t0;
+
+			if (el >= (uint64_t)timeout)
+				return -FI_EAGAIN;
+			wait_ms = timeout - (int)el;
+		}
+		if (poll(&p, 1, wait_ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static const char *eq_strerror(struct fid_eq *feq, int prov_errno, const void *err_data,
+			       char *buf, size_t len)
+{
+	(void)feq;
+	(void)err_data;
+	if (buf && len) {
+		snprintf(buf, len, "%s", falcon_strerror(prov_errno));
+		return buf;
+	}
+	return falcon_strerror(prov_errno);
+}
+
+static int eq_control(struct fid *fid, int command, void *arg)
+{
+	struct ffi_eq *eq = (struct ffi_eq *)fid;
+
+	if (command != FI_GETWAIT)
+		return -FI_ENOSYS;
+	*(int *)arg = eq->efd;
+	return 0;
+}
+
+static int fid_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	(void)fid;
+	(void)bfid;
+	(void)flags;
+	return -FI_ENOSYS;
+}
+
+static int fid_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags, void **ops,
+			      void *context)
+{
+	(void)fid;
+	(void)name;
+	(void)flags;
+	(void)ops;
+	(void)context;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops eq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = eq_close,
+	.bind = fid_bind_nosys,
+	.control = eq_control,
+	.ops_open = fid_ops_open_nosys,
+};
+
+static struct fi_ops_eq eq_ops = {
+	.size = sizeof(struct fi_ops_eq),
+	.read = eq_read,
+	.readerr = eq_readerr,
+	.write = eq_write,
+	.sread = eq_sread,
+	.strerror = eq_strerror,
+};
+
+int ffi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **feq,
+		void *context)
+{
+	struct ffi_eq *eq;
+	size_t size = attr && attr->size ? attr->size : 64;
+
+	if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
+	    attr->wait_obj != FI_WAIT_FD)
+		return -FI_ENOSYS;
+	if (size > 4096)
+		return -FI_EINVAL;
+	eq = calloc(1, sizeof(*eq));
+	if (!eq)
+		return -FI_ENOMEM;
+	eq->ring = calloc(size, sizeof(*eq->ring));
+	eq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!eq->ring || eq->efd < 0) {
+		if (eq->efd >= 0)
+			close(eq->efd);
+		free(eq->ring);
+		free(eq);
+		return -FI_ENOMEM;
+	}
+	eq->size = (uint32_t)size;
+	eq->fab = (struct ffi_fabric *)fabric;
+	eq->eq.fid.fclass = FI_CLASS_EQ;
+	eq->eq.fid.context = context;
+	eq->eq.fid.ops = &eq_fi_ops;
+	eq->eq.ops = &eq_ops;
+	*feq = &eq->eq;
+	return 0;
+}
+
+/* ---- fabric ---- */
+
+static int fabric_close(struct fid *fid)
+{
+	free(fid);
+	return 0;
+}
+
+static int fabric_passive_ep(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+			     void *context)
+{
+	(void)fabric;
+	(void)info;
+	(void)pep;
+	(void)context;
+	return -FI_ENOSYS; /* no FI_EP_MSG */
+}
+
+static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+			    struct fid_wait **waitset)
+{
+	(void)fabric;
+	(void)attr;
+	(void)waitset;
+	return -FI_ENOSYS;
+}
+
+static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	(void)fabric;
+	(void)fids;
+	(void)count;
+	return -FI_ENOSYS;
+}
+
+static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+			  uint64_t flags, void *context)
+{
+	if (flags)
+		return -FI_EINVAL;
+	return ffi_domain_open(fabric, info, dom, context);
+}
+
+static struct fi_ops fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = fabric_close,
+	.bind = fid_bind_nosys,
+	.control = NULL,
+	.ops_open = fid_ops_open_nosys,
+};
+
+static struct fi_ops_fabric fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = ffi_domain_open,
+	.passive_ep = fabric_passive_ep,
+	.eq_open = ffi_eq_open,
+	.wait_open = fabric_wait_open,
+	.trywait = fabric_trywait,
+	.domain2 = fabric_domain2,
+};
+
+static int fabric_control(struct fid *fid, int command, void *arg)
+{
+	(void)fid;
+	(void)command;
+	(void)arg;
+	return -FI_ENOSYS;
+}
+
+int ffi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context)
+{
+	struct ffi_fabric *fab;
+
+	if (attr && attr->name && strcasecmp(attr->name, FFI_PROV_NAME))
+		return -FI_EINVAL;
+	fab = calloc(1, sizeof(*fab));
+	if (!fab)
+		return -FI_ENOMEM;
+	fabric_fi_ops.control = fabric_control;
+	fab->fabric.fid.fclass = FI_CLASS_FABRIC;
+	fab->fabric.fid.context = context;
+	fab->fabric.fid.ops = &fabric_fi_ops;
+	fab->fabric.ops = &fabric_ops;
+	*fabric = &fab->fabric;
+	return 0;
+}
+
+static void ffi_cleanup(void)
+{
+}
+
+struct fi_provider ffi_prov = {
+	.version = FFI_PROV_VERSION,
+	.fi_version = FFI_FI_VERSION,
+	.name = FFI_PROV_NAME,
+	.getinfo = ffi_getinfo,
+	.fabric = ffi_fabric_open,
+	.cleanup = ffi_cleanup,
+};
+
+struct fi_provider *fi_prov_ini(void);
+
+FI_EXT_INI
+{
+	fi_param_define(&ffi_prov, "addr", FI_PARAM_STRING,
+			"this host's falcond as peers reach it: host[:cm-port] "
+			"(default: the first IPv4 address of an interface that is up, port %u)",
+			FALCON_CM_PORT_DEFAULT);
+	fi_param_define(&ffi_prov, "conn_timeout_ms", FI_PARAM_INT,
+			"how long an RDM operation waits for its peer's connection reply before it "
+			"completes FI_ETIMEDOUT (default %d)", FFI_CONN_TIMEOUT_MS);
+	return &ffi_prov;
+}
