@@ -21,9 +21,9 @@
  *       FC_XDP_CONN_WINDOW (security none, PSP version NULL): ACK/EACK/NACK with a base
  *         below our transmit base dropped (9.2.3), others steered; Push Data, Pull
  *         Request, Pull Data run fc_win_xdp_mark (9.2.2.4, window.h's XDP contract):
- *         new, or received but not yet taken by the engine -> redirected flagged
- *         MARKED; duplicate of a packet the engine has, or old -> answered with a BACK
- *         built in place (XDP_TX);
+ *         new, or received but not taken by the engine for over a millisecond ->
+ *         redirected flagged MARKED; duplicate of a packet the engine has or of one
+ *         marked just now, or old -> answered with a BACK built in place (XDP_TX);
  *         out of window -> dropped, OWN and AR-pending set for the daemon's next EACK;
  *         Resync steered unmarked;
  *       neither flag: steered unmarked.
@@ -547,7 +547,7 @@ static __always_inline int fc_xdp_window(struct xdp_md *ctx, struct fc_xdp_pkt *
 	 * it has taken, so a marked packet lost before the daemon (AF_XDP ring full) passes
 	 * again when the sender retransmits it, and only what the engine has is answered */
 	w = type == FC_PKT_PULL_REQ ? &c->rx.req : &c->rx.data;
-	v = fc_win_xdp_mark(w, psn);
+	v = fc_win_xdp_mark(w, psn, (__u32)(bpf_ktime_get_ns() >> 17));
 	switch (v) {
 	case FC_WIN_NEW:
 		return fc_xdp_redirect(ctx, FC_XDP_META_MARKED, cc);

@@ -46,6 +46,15 @@
 #define FC_SLOT_ACK 0x2ull /* acknowledged (data-ack-bitmap / req-bitmap) */
 #define FC_SLOT_SEEN 0x4ull /* the engine has processed the packet (XDP mode: XDP marks RX
 			     * alone, the engine adds SEEN, and ACK when it acknowledges) */
+#define FC_SLOT_FLAGS 0xFFull /* flag bits; bits 31:8 hold XDP's mark time (below) */
+#define FC_SLOT_TS_SHIFT 8
+#define FC_SLOT_TS_MASK 0xFFFFFFu /* mark time, 131.072 ns units (ns >> 17), mod 2^24 */
+/* A copy of a packet XDP marked less than this long ago that the engine has not taken
+ * yet is a duplicate travelling with the original (a switch or router duplicated it):
+ * answered by XDP. An older one may be the sender's retransmission of a copy lost between
+ * XDP and the daemon: passed on. 8 units = 1.05 ms, below falcond's smallest RTO (2 ms),
+ * so a timeout retransmission always passes. */
+#define FC_WIN_XDP_YOUNG_TS 8u
 
 /* Atomics usable from both worlds. BPF has no acquire/release loads; on every JIT the
  * kernel ships, a volatile 32-bit load is single-copy atomic and the slot CAS below is a
@@ -108,6 +117,7 @@ static inline __u64 *fc_win_slot(struct fc_win *w, __u32 psn)
 }
 
 static inline __u64 fc_slot_make(__u32 psn, __u64 flags) { return ((__u64)psn << 32) | flags; }
+static inline __u64 fc_slot_state(__u64 s) { return s & FC_SLOT_FLAGS; }
 
 /* Position of psn relative to the window whose base is base. */
 static inline enum fc_win_verdict fc_win_classify(__u32 base, __u32 size, __u32 psn)
@@ -189,22 +199,32 @@ static inline enum fc_win_verdict fc_win_mark_rx(struct fc_win *w, __u32 psn, in
  * whose slot shows RX but not SEEN is no duplicate for XDP: it passes again, and the
  * engine, which runs one packet at a time, takes exactly one of the copies. Only what
  * the engine has taken (SEEN) is answered by XDP as a duplicate. Nothing is acknowledged
- * to the sender before the engine has the packet.
+ * to the sender before the engine has the packet. XDP keeps the time it marked a slot in
+ * it: a copy younger than FC_WIN_XDP_YOUNG_TS is a duplicate made on the way (it travels
+ * with the original, which is on its way to the engine) and is answered too; answering
+ * it acknowledges nothing (the ACK carries the bases, which have not moved past it), so
+ * the sender retransmits once more if the original was lost after all.
  *
- * fc_win_xdp_mark: XDP's side. NEW: pass it on, marked; DUP / OLD: a duplicate of a
- * packet the engine has, answer it; OOW: dropped, OWN set.
+ * fc_win_xdp_mark: XDP's side, now_ts = the time in 131.072 ns units (ns >> 17). NEW:
+ * pass it on, marked; DUP / OLD: a duplicate of a packet the engine has (or a young copy
+ * of one on its way there), answer it; OOW: dropped, OWN set.
  */
-static inline enum fc_win_verdict fc_win_xdp_mark(struct fc_win *w, __u32 psn)
+static inline enum fc_win_verdict fc_win_xdp_mark(struct fc_win *w, __u32 psn, __u32 now_ts)
 {
-	enum fc_win_verdict v = fc_win_mark_flags(w, psn, 0);
+	enum fc_win_verdict v = fc_win_mark_flags(w, psn,
+		(__u64)(now_ts & FC_SLOT_TS_MASK) << FC_SLOT_TS_SHIFT);
+	__u32 age;
 	__u64 s;
 
 	if (v != FC_WIN_DUP)
 		return v;
 	s = fc_load64(fc_win_slot(w, psn));
-	if ((__u32)(s >> 32) == psn && !(s & FC_SLOT_SEEN))
-		return FC_WIN_NEW; /* received, not taken yet: perhaps lost after marking */
-	return FC_WIN_DUP;
+	if ((__u32)(s >> 32) != psn || (s & FC_SLOT_SEEN))
+		return FC_WIN_DUP;
+	age = (now_ts - (__u32)(s >> FC_SLOT_TS_SHIFT)) & FC_SLOT_TS_MASK;
+	if (age < FC_WIN_XDP_YOUNG_TS)
+		return FC_WIN_DUP; /* travels with the original */
+	return FC_WIN_NEW; /* received, not taken for a while: perhaps lost after marking */
 }
 
 /* The engine's side: take a packet XDP passed as new, exactly once: set SEEN (and ACK

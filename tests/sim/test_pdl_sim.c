@@ -274,7 +274,7 @@ static int ep_on_packet(void *ctx, uint64_t now, const uint8_t *data, uint32_t l
 	    (f.type == FC_PKT_PUSH_DATA || f.type == FC_PKT_PULL_REQ || f.type == FC_PKT_PULL_DATA)) {
 		struct fc_rx_state *rx = fc_pdl_rx_state(h->p);
 		struct fc_win *w = f.type == FC_PKT_PULL_REQ ? &rx->req : &rx->data;
-		enum fc_win_verdict v = fc_win_xdp_mark(w, f.psn);
+		enum fc_win_verdict v = fc_win_xdp_mark(w, f.psn, (uint32_t)(now >> 17));
 		struct fc_rx_meta m = { .tx_ns = info->meta, .now_ns = now, .xdp_marked = 1 };
 
 		if (v == FC_WIN_DUP || v == FC_WIN_OLD) {

@@ -183,33 +183,41 @@ static void test_xdp_contract(void **state)
 {
 	static struct fc_win w;
 	const uint32_t b = 0xFFFFFFF0u; /* across the 2^32 wrap */
+	const uint32_t t = 0xFFFFFCu;   /* mark times across their 2^24 wrap */
 
 	(void)state;
 	fc_win_init(&w, FC_DATA_WIN, b);
-	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_NEW);
+	assert_int_equal(fc_win_xdp_mark(&w, b, t), FC_WIN_NEW);
 	assert_int_equal(fc_win_flags(&w, b), FC_SLOT_RX);
 	assert_int_equal(fc_win_advance(&w), 0);
-	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_NEW); /* not taken: passes again */
+	/* a copy right behind the original (a duplicating switch): answered */
+	assert_int_equal(fc_win_xdp_mark(&w, b, t + FC_WIN_XDP_YOUNG_TS - 1), FC_WIN_DUP);
+	/* not taken after a while: perhaps lost on its way, the retransmission passes */
+	assert_int_equal(fc_win_xdp_mark(&w, b, t + FC_WIN_XDP_YOUNG_TS), FC_WIN_NEW);
 	assert_int_equal(fc_win_take(&w, b, 0), 0);
 	assert_int_equal(fc_win_take(&w, b, 0), 1);
-	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_DUP);
+	/* taken: every later copy is a duplicate, however old */
+	assert_int_equal(fc_win_xdp_mark(&w, b, t + 1000), FC_WIN_DUP);
 	assert_int_equal(fc_win_advance(&w), 0);       /* a Push Data: the ULP acks it */
 	assert_int_equal(fc_win_mark_ack(&w, b), 0);
 	assert_int_equal(fc_win_mark_ack(&w, b), 1);
 	assert_int_equal(fc_win_flags(&w, b), FC_SLOT_RX | FC_SLOT_ACK);
 	assert_int_equal(fc_win_advance(&w), 1);
-	assert_int_equal(fc_win_xdp_mark(&w, b), FC_WIN_OLD);
+	assert_int_equal(fc_win_xdp_mark(&w, b, t), FC_WIN_OLD);
 	/* not received: nothing to take */
 	assert_int_equal(fc_win_take(&w, b + 5, 1), 2);
 	assert_int_equal(fc_win_take(&w, b - 1, 1), 2); /* below the base */
 	/* a Pull Request style take acknowledges at once */
-	assert_int_equal(fc_win_xdp_mark(&w, b + 1), FC_WIN_NEW);
+	assert_int_equal(fc_win_xdp_mark(&w, b + 1, t), FC_WIN_NEW);
 	assert_int_equal(fc_win_take(&w, b + 1, 1), 0);
 	assert_int_equal(fc_win_flags(&w, b + 1), FC_SLOT_RX | FC_SLOT_ACK);
 	assert_int_equal(fc_win_mark_ack(&w, b + 1), 1);
 	assert_int_equal(fc_win_advance(&w), 1);
+	/* the engine's own marks (UDP path) are taken at once: XDP answers their copies */
+	assert_int_equal(fc_win_mark_flags(&w, b + 2, FC_SLOT_SEEN), FC_WIN_NEW);
+	assert_int_equal(fc_win_xdp_mark(&w, b + 2, t + 5000), FC_WIN_DUP);
 	/* out of the window: OWN */
-	assert_int_equal(fc_win_xdp_mark(&w, b + 2 + FC_DATA_WIN), FC_WIN_OOW);
+	assert_int_equal(fc_win_xdp_mark(&w, b + 3 + FC_DATA_WIN, t), FC_WIN_OOW);
 	assert_int_equal(fc_win_own_take(&w), 1);
 }
 
