@@ -343,10 +343,14 @@ ssize_t ffi_op_submit(struct ffi_ep *ep, struct ffi_op *op, fi_addr_t dest)
 
 	if (ep->type == FI_EP_DGRAM) {
 		const struct ffi_av_entry *e = ffi_av_get(ep->av, dest);
+		struct ffi_ah *ah;
 
 		if (!e)
 			return -FI_EINVAL;
-		op->wr.ah = e->ah->ah;
+		ah = ffi_av_ah(ep->av, dest);
+		if (!ah)
+			return errno == EINVAL ? -FI_EINVAL : -FI_EHOSTUNREACH;
+		op->wr.ah = ah->ah;
 		op->wr.remote_qpn = e->addr.qpn;
 		op->wr.remote_qkey = FFI_QKEY;
 		r = ffi_post_on(ep, ep->ud, op);

@@ -182,7 +182,7 @@ struct ffi_mr {
 
 struct ffi_av_entry {
 	struct ffi_addr addr;
-	struct ffi_ah *ah;
+	struct ffi_ah *ah;          /* made on first use (DGRAM; RDM peers hold their own) */
 	bool used;
 };
 
@@ -418,6 +418,7 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 struct ffi_ah *ffi_ah_get(struct ffi_domain *dom, const struct ffi_addr *a);
 const struct ffi_av_entry *ffi_av_get(struct ffi_av *av, fi_addr_t fa);
+struct ffi_ah *ffi_av_ah(struct ffi_av *av, fi_addr_t fa);
 fi_addr_t ffi_av_find(struct ffi_av *av, const struct ffi_addr *a);
 int ffi_addr_cmp(const struct ffi_addr *a, const struct ffi_addr *b);
 int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
