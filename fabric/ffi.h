@@ -52,6 +52,20 @@
  * (req_drops). A DGRAM source address (FI_SOURCE) is the one the sender's provider wrote
  * into the datagram: the daemons authenticate the host (security psp), not the endpoint.
  *
+ * Capabilities beside the primary ones: FI_SOURCE, FI_DIRECTED_RECV, FI_REMOTE_COMM and
+ * FI_LOCAL_COMM (Open MPI's ofi MTL requires it): endpoints on one daemon reach each other
+ * through it under --security none; under psp falcond does not answer an AH to itself,
+ * so there only endpoints on different daemons meet. An endpoint has no path to itself
+ * (its RC QP would be connected to itself): an operation addressed to its own address
+ * fails (FI_ETIMEDOUT). AV entries make their AH on first use, so inserting addresses
+ * (an MPI job inserts every rank's, its own too) never waits for a daemon.
+ *
+ * Open MPI (4.1, tests/e2e/test_mpi.sh): pml cm + mtl ofi run on it (FI_TAGGED with
+ * CQ data for the source rank, FI_SELECTIVE_COMPLETION with FI_COMPLETION in op_flags,
+ * FI_PEEK/FI_CLAIM probes), one-sided as osc pt2pt over that. osc rdma over btl ofi does
+ * not: with one rank per node it reaches the rank's own window state through the BTL,
+ * i.e. atomics from an endpoint to itself (above).
+ *
  * Progress: manual; every CQ read and every post on an endpoint progresses it.
  * Threads: FI_THREAD_DOMAIN (the application serializes access to a domain's objects).
  */
