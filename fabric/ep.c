@@ -388,6 +388,8 @@ static size_t copy_to_iov(const struct iovec *iov, size_t count, const uint8_t *
 	for (size_t i = 0; i < count && done < len; i++) {
 		size_t n = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
 
+		if (!n)
+			continue; /* an empty iov may have no buffer */
 		memcpy(iov[i].iov_base, data + done, n);
 		done += n;
 	}
@@ -1099,6 +1101,8 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		((struct ffi_ud_hdr *)slot)->src = ep->self;
 	p = slot + hlen;
 	for (size_t i = 0; i < count; i++) {
+		if (!iov[i].iov_len)
+			continue; /* a zero-byte message may have no buffer (MPI's) */
 		memcpy(p, iov[i].iov_base, iov[i].iov_len);
 		p += iov[i].iov_len;
 	}
