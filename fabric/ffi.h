@@ -300,6 +300,7 @@ struct ffi_peer {
 	struct ffi_addr addr;
 	struct ffi_ah *ah;
 	struct falcon_qp *qp;
+	struct falcon_qp *qp2;      /* the endpoint itself: the QP that qp is connected to */
 	uint32_t remote_qpn;
 	int state;                  /* enum ffi_peer_state */
 	bool rep_owed;              /* a REP waits for a free tx slot */
