@@ -5,19 +5,19 @@
 # mpirun runs in namespace A and starts the ranks' orted through tests/mpi/netns-agent.sh
 # (ip netns exec, in place of ssh); its out-of-band TCP crosses the veth. The MPI
 # traffic is forced onto falcon: pml cm + mtl ofi with mtl_ofi_provider_include falcon, and
-# one-sided goes as osc pt2pt over that pml (btl self only: no TCP BTL is even loaded).
-# The verbose selection logs are asserted (the ofi MTL on the falcon provider in both
-# ranks, pml cm), and both daemons must have set up the provider's RC connection, so a run
-# over anything else cannot pass.
+# one-sided goes two ways: osc pt2pt over that pml (btl self only: no TCP BTL is even
+# loaded), and osc rdma over the ofi BTL on falcon (btl ofi,self, btl_ofi_provider_include
+# falcon). The verbose selection logs are asserted (the ofi MTL / BTL on the falcon
+# provider in both ranks, pml cm, no TCP BTL), and both daemons must have set up the
+# provider's RC connection, so a run over anything else cannot pass.
 #   pingpong   build/tests/mpi/mpi_falcon: 8 B .. 1 MiB, data checked; figures printed
 #   allreduce  MPI_Allreduce SUM / MAX, results checked
-#   rma        MPI_Put / MPI_Get (fence), MPI_Fetch_and_op / MPI_Accumulate (lock/unlock)
-# osc rdma over the ofi BTL (btl_ofi_provider_include falcon) does not work yet: Open MPI
-# 4.1's osc rdma, one rank per node, reaches the rank's own window state through the BTL
-# (use_cpu_atomics needs MCA_BTL_ATOMIC_SUPPORTS_GLOB, which btl ofi does not set), i.e.
-# fi_fetch_atomic from an endpoint to itself, and the provider has no path from an
-# endpoint to itself (its RC QP would be connected to itself; under psp falcond does not
-# answer itself at all). MPI_OSC_RDMA=1 runs that case too (counted), for whoever adds it.
+#   rma        MPI_Put / MPI_Get (fence), MPI_Fetch_and_op / MPI_Accumulate (lock/unlock);
+#              rank 0 on its own window too
+# osc rdma with one rank per node reaches the rank's own window state through the BTL:
+# RMA and atomics from an endpoint to itself, which the provider sends through its daemon
+# over a second RC QP, so each daemon's allow-list has its own key beside the other's
+# (falcond under psp answering itself; checked first with two endpoints on one daemon).
 # Needs root (namespaces); says so and counts nothing without.
 #   MPI_PP_ITERS=1000 tests/e2e/test_mpi.sh
 set -u
@@ -53,7 +53,20 @@ if ! np_up; then
 	exit 1
 fi
 TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
-td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
+# td_start's steps, with each daemon's own key in its allow-list too (security psp)
+start_daemons() {
+	TD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/falcon.XXXXXX") && td_ports && td_keys || return 1
+	# shellcheck disable=SC2086
+	td_one a "$TD_NS_A" "$TD_ADDR_A" $TD_BASE $((TD_BASE + 1)) $TD_SEC_A \
+		--peer "$(cat "$TD_DIR/a.pub")@$TD_ADDR_A:$((TD_BASE + 1))"
+	# shellcheck disable=SC2086
+	td_one b "$TD_NS_B" "$TD_ADDR_B" $((TD_BASE + 2)) $((TD_BASE + 3)) $TD_SEC_B \
+		--peer "$(cat "$TD_DIR/b.pub")@$TD_ADDR_B:$((TD_BASE + 3))"
+	td_wait a && td_wait b || return 1
+	TD_SOCK_A=$TD_DIR/a/falcond.sock TD_SOCK_B=$TD_DIR/b/falcond.sock
+	TD_CM_A=$TD_ADDR_A:$((TD_BASE + 1)) TD_CM_B=$TD_ADDR_B:$((TD_BASE + 3))
+}
+start_daemons || { e2e_fail "daemons start"; e2e_done; exit 1; }
 
 # a sanitizer build of the provider (make SAN=1) loads into the MPI program only with its
 # runtimes preloaded
@@ -69,6 +82,17 @@ for side in a b; do
 	printf 'FALCON_SOCKET=%s\nFI_FALCON_ADDR=%s\n%s\n' "$sock" "$cm" "$SAN_ENV" >"$TMP/$ns.env"
 done
 printf '%s %s\n%s %s\n' "$NP_ADDR_A" "$NP_NS_A" "$NP_ADDR_B" "$NP_NS_B" >"$TMP/ns.map"
+
+# ---- a psp daemon answering itself: two endpoints on daemon A (fi_tagged) ----
+FT=$BUILD/tests/fabric/fi_tagged
+if [ -x "$FT" ]; then
+	e2e_check "two endpoints on one daemon under psp (its own key allowed): fi_tagged" \
+		ip netns exec "$NP_NS_A" env FI_PROVIDER_PATH="$PROV_DIR" FI_PROVIDER='^ofi_rxd,ofi_rxm' \
+		FALCON_SOCKET="$TD_SOCK_A" FI_FALCON_ADDR="$TD_CM_A" timeout 120 "$FT" \
+		"$TD_SOCK_A" "$TD_CM_A" "$TD_SOCK_A" "$TD_CM_A"
+else
+	e2e_fail "no $FT (make all)"
+fi
 
 # the common mpirun line: one rank per namespace (the hosts are the veth addresses; A is
 # mpirun's own, B is reached through the agent), Open MPI's TCP out-of-band over the veth
@@ -127,20 +151,23 @@ echo "(256 KiB and up: a tenth); half round trip and bandwidth (2 x size x iters
 grep -E '^bytes +iters|^[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+$' "$OUT"
 echo
 
-# ---- osc rdma over the ofi BTL (opt-in: does not work yet, see the top) ----
-if [ "${MPI_OSC_RDMA:-0}" = 1 ]; then
-	OUT=$TMP/rdma.out
-	mpi_run "$OUT" --mca btl ofi,self --mca btl_ofi_provider_include falcon --mca osc rdma \
-		--mca btl_base_verbose 100 --mca osc_base_verbose 100 \
-		"$MPI_DIR/rank-env.sh" "$PROG" rma-remote
-	rc=$?
-	line=$(grep -m1 '^mpi-rma: ' "$OUT")
-	if [ $rc -eq 0 ] && [[ $line =~ ^mpi-rma:\ [1-9][0-9]*\ passed,\ 0\ failed$ ]] &&
-	   [ "$(grep -c 'select: component ofi selected' "$OUT")" -ge 2 ]; then
-		e2e_ok "osc rdma over btl ofi (falcon): $line"
-	else
-		grep -i 'btl_ofi\|abort\|FAILED' "$OUT" | head -5
-		e2e_fail "osc rdma over btl ofi (falcon): exit $rc, '${line:-no result}'"
-	fi
+# ---- one-sided again, as osc rdma over the ofi BTL on falcon ----
+OUT=$TMP/rdma.out
+mpi_run "$OUT" --mca btl ofi,self --mca btl_ofi_provider_include falcon --mca osc rdma \
+	--mca btl_base_verbose 100 --mca osc_base_verbose 100 \
+	"$MPI_DIR/rank-env.sh" "$PROG" rma
+rc=$?
+[ $rc -eq 0 ] && e2e_ok "mpirun ... --mca osc rdma --mca btl ofi,self mpi_falcon rma: exit 0" ||
+	{ grep -v 'mca: base\|mca:base' "$OUT" | tail -30; e2e_fail "mpirun ... osc rdma: exit $rc"; }
+n=$(grep -c 'select: component ofi selected' "$OUT")
+[ "$n" -ge 2 ] && ! grep -qi 'btl.*tcp\|tcp btl' "$OUT" &&
+	e2e_ok "both ranks' BTL is ofi (on falcon: btl_ofi_provider_include), no TCP BTL" ||
+	e2e_fail "the ofi BTL selected in $n ranks, or a TCP BTL loaded"
+line=$(grep -m1 '^mpi-rma: ' "$OUT")
+if [[ $line =~ ^mpi-rma:\ ([0-9]+)\ passed,\ 0\ failed$ ]] && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+	e2e_ok "osc rdma: $line"
+else
+	grep 'FAILED\|btl_ofi' "$OUT" | head -10
+	e2e_fail "osc rdma: mpi-rma: '${line:-no result}'"
 fi
 e2e_done

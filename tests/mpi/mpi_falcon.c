@@ -9,10 +9,9 @@
  *              checked against the closed form
  *   rma        a window (MPI_Win_allocate): MPI_Put and MPI_Get under fence epochs,
  *              MPI_Fetch_and_op (MPI_SUM) and MPI_Accumulate under lock/unlock epochs,
- *              results checked on both ranks; rank 0 also on its own window
- *   rma-remote the same with every access to the peer's window only (no rank targets
- *              itself: see tests/e2e/test_mpi.sh for why osc rdma needs that)
- * Usage: mpi_falcon [pingpong|allreduce|rma|rma-remote|all] [iters]. Prints "mpi-<part>: N passed,
+ *              results checked on both ranks; both ranks on rank 0's window (its own
+ *              for rank 0)
+ * Usage: mpi_falcon [pingpong|allreduce|rma|all] [iters]. Prints "mpi-<part>: N passed,
  * M failed" from rank 0 per part; exits 1 when a check failed on any rank.
  */
 #include <mpi.h>
@@ -168,7 +167,7 @@ static int allreduce(void)
 
 #define WIN_N 4096 /* int64 elements in each rank's window */
 
-static int rma(int remote_only)
+static int rma(void)
 {
 	int64_t *base = NULL, *buf = malloc(WIN_N * sizeof(int64_t));
 	int peer = 1 - rank, bad;
@@ -217,16 +216,15 @@ static int rma(int remote_only)
 		check(bad < 0, "MPI_Get at a displacement", bad, 0);
 	}
 
-	/* Fetch_and_op (SUM), 50 times from each origin, under exclusive locks: the fetched
-	 * values rise and the final value is the start plus the sum of the increments. All
-	 * ranks on element 0 of rank 0's window (rank 0 on its own window too), or with
-	 * remote_only each rank on the peer's */
+	/* Fetch_and_op (SUM), 50 times from each rank, on element 0 of rank 0's window
+	 * (rank 0's own), under exclusive locks: the fetched values rise and the final
+	 * value is the start plus the sum of the increments */
 	MPI_Win_fence(0, win);
 	base[0] = 5;
 	MPI_Win_fence(0, win);
 	{
 		int64_t inc = rank + 1, old = 0, prev = -1;
-		int monotone = 1, target = remote_only ? peer : 0;
+		int monotone = 1, target = 0;
 
 		for (int i = 0; i < 50; i++) {
 			MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win);
@@ -241,10 +239,8 @@ static int rma(int remote_only)
 	MPI_Barrier(MPI_COMM_WORLD);
 	{
 		int64_t final = 0, want = 5 + 50 * (int64_t)(nranks * (nranks + 1) / 2);
-		int target = remote_only ? peer : 0;
+		int target = 0;
 
-		if (remote_only)
-			want = 5 + 50 * (int64_t)(rank + 1);
 		MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win);
 		MPI_Get(&final, 1, MPI_INT64_T, target, 0, 1, MPI_INT64_T, win);
 		MPI_Win_unlock(target, win);
@@ -286,7 +282,7 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	if (nranks != 2 || iters <= 0 || iters > 1000000) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mpirun -np 2 mpi_falcon [pingpong|allreduce|rma|rma-remote|all] [iters]\n");
+			fprintf(stderr, "usage: mpirun -np 2 mpi_falcon [pingpong|allreduce|rma|all] [iters]\n");
 		MPI_Finalize();
 		return 2;
 	}
@@ -295,9 +291,7 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "allreduce") || !strcmp(what, "all"))
 		rc |= allreduce();
 	if (!strcmp(what, "rma") || !strcmp(what, "all"))
-		rc |= rma(0);
-	if (!strcmp(what, "rma-remote"))
-		rc |= rma(1);
+		rc |= rma();
 	MPI_Finalize();
 	return rc;
 }
