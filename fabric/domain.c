@@ -238,8 +238,9 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 			av->cap = ncap;
 		}
 		/* the AH (falcond's session with the peer's daemon) is made on first use,
-		 * not here: an MPI job inserts every rank's address, its own too, and a
-		 * daemon under psp never answers itself (see FFI_RDM_CAPS) */
+		 * not here: an MPI job inserts every rank's address, and a daemon that
+		 * does not answer (under psp: one whose allow-list lacks this daemon's
+		 * key, its own included) would hold up the insert for every such entry */
 		if (ffi_addr_host(&in[i], host, sizeof(host))) {
 			if (fi_addr)
 				fi_addr[i] = FI_ADDR_NOTAVAIL;

@@ -54,17 +54,18 @@
  *
  * Capabilities beside the primary ones: FI_SOURCE, FI_DIRECTED_RECV, FI_REMOTE_COMM and
  * FI_LOCAL_COMM (Open MPI's ofi MTL requires it): endpoints on one daemon reach each other
- * through it under --security none; under psp falcond does not answer an AH to itself,
- * so there only endpoints on different daemons meet. An endpoint has no path to itself
- * (its RC QP would be connected to itself): an operation addressed to its own address
- * fails (FI_ETIMEDOUT). AV entries make their AH on first use, so inserting addresses
- * (an MPI job inserts every rank's, its own too) never waits for a daemon.
+ * through it (under psp the daemon's allow-list must hold its own key). An RDM endpoint
+ * reaches itself too: its peer record for its own address has a second RC QP that the
+ * first is connected to, set up at once (no REQ / REP), both on its daemon, which executes
+ * the operations as for any peer (atomics stay atomic against other peers'). AV entries
+ * make their AH on first use, so inserting addresses (an MPI job inserts every rank's)
+ * never waits for a daemon.
  *
  * Open MPI (4.1, tests/e2e/test_mpi.sh): pml cm + mtl ofi run on it (FI_TAGGED with
  * CQ data for the source rank, FI_SELECTIVE_COMPLETION with FI_COMPLETION in op_flags,
- * FI_PEEK/FI_CLAIM probes), one-sided as osc pt2pt over that. osc rdma over btl ofi does
- * not: with one rank per node it reaches the rank's own window state through the BTL,
- * i.e. atomics from an endpoint to itself (above).
+ * FI_PEEK/FI_CLAIM probes); one-sided as osc pt2pt over that, or as osc rdma over btl
+ * ofi (FI_RMA | FI_ATOMIC, FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR), which with
+ * one rank per node does the rank's own window state through the BTL (the self path).
  *
  * Progress: manual; every CQ read and every post on an endpoint progresses it.
  * Threads: FI_THREAD_DOMAIN (the application serializes access to a domain's objects).

@@ -120,10 +120,8 @@ int ffi_self_addr(struct ffi_addr *a)
 
 /* FI_LOCAL_COMM too (Open MPI's ofi MTL asks for it: FI_TAGGED | FI_LOCAL_COMM |
  * FI_REMOTE_COMM | FI_DIRECTED_RECV): endpoints on one daemon reach each other through it
- * under --security none; under psp falcond does not finish a session with itself (even
- * with its own key as a peer: "no answer ... for service 0"), so there such a peer's
- * operations end in FI_ETIMEDOUT after the connection timeout. Ranks on separate hosts
- * (daemons) are what works under psp. */
+ * (under psp its allow-list must hold its own key), an endpoint itself over its second
+ * RC QP (ffi.h) */
 #define FFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
 		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | \
 		      FI_REMOTE_COMM | FI_LOCAL_COMM)

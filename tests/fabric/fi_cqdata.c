@@ -15,8 +15,8 @@
  *              FI_REMOTE_COMM | FI_DIRECTED_RECV, FI_COMPLETION op_flags, 4 B CQ data,
  *              FI_AV_MAP, FI_THREAD_DOMAIN) find falcon, and the info keeps FI_COMPLETION
  *              in tx/rx op_flags; fi_av_insert of the endpoint's own address (every MPI
- *              rank inserts its own) returns at once, though a psp daemon never answers
- *              an AH to itself
+ *              rank inserts its own) returns at once, though this psp daemon, whose
+ *              allow-list lacks its own key, never answers an AH to itself
  */
 #include "fitest.h"
 

@@ -6,7 +6,8 @@
  *              sides (a pattern of size, iteration and offset); prints half round trip
  *              (us) and bandwidth (MB/s) per size
  *   allreduce  MPI_SUM of int64 vectors (1 .. 65536 elements) and MPI_MAX of a double,
- *              checked against the closed form
+ *              checked against the closed form; and an MPI_Sendrecv of each rank with
+ *              itself
  *   rma        a window (MPI_Win_allocate): MPI_Put and MPI_Get under fence epochs,
  *              MPI_Fetch_and_op (MPI_SUM) and MPI_Accumulate under lock/unlock epochs,
  *              results checked on both ranks; both ranks on rank 0's window (its own
@@ -159,6 +160,21 @@ static int allreduce(void)
 
 		MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 		check(m == 1.5 * nranks, "allreduce max", (long)(m * 10), (long)(15 * nranks));
+	}
+	/* a message to myself (pml cm sends it through the provider too) */
+	{
+		int bad = -1;
+
+		for (int i = 0; i < 1024; i++) {
+			in[i] = (int64_t)rank * 77 + i;
+			out[i] = -1;
+		}
+		MPI_Sendrecv(in, 1024, MPI_INT64_T, rank, 99, out, 1024, MPI_INT64_T, rank, 99,
+			     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		for (int i = 0; i < 1024 && bad < 0; i++)
+			if (out[i] != (int64_t)rank * 77 + i)
+				bad = i;
+		check(bad < 0, "MPI_Sendrecv to myself", bad, 0);
 	}
 	free(in);
 	free(out);
