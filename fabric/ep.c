@@ -350,12 +350,13 @@ struct ffi_peer *ffi_peer_for(struct ffi_ep *ep, fi_addr_t fa)
 		 * daemon, which executes the operations as for any peer (atomics stay
 		 * atomic against the other peers'). No REQ / REP: both QPs are ours. */
 		p->qp2 = rc_qp_new(ep);
-		if (!p->qp2 || peer_connect_qp(p->qp2, &p->addr, p->qp->qp_num) ||
-		    peer_connect(ep, p, p->qp2->qp_num)) {
-			int e2 = errno ? errno : EIO;
-
+		if (!p->qp2)
+			r = -errno;
+		else if (!(r = peer_connect_qp(p->qp2, &p->addr, p->qp->qp_num)))
+			r = peer_connect(ep, p, p->qp2->qp_num);
+		if (r) {
 			peer_free(ep, p, FI_EIO);
-			errno = e2;
+			errno = r < 0 ? -r : EIO;
 			return NULL;
 		}
 		return p;
