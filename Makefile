@@ -149,6 +149,17 @@ SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 include daemon/daemon.mk
 # the libfabric provider (fabric/fabric.mk)
 include fabric/fabric.mk
+# an MPI program over it (Open MPI's ofi MTL), run by tests/e2e/test_mpi.sh; built when
+# mpicc is there (make deps installs it)
+DEB_PKGS += openmpi-bin libopenmpi-dev
+MPICC ?= mpicc
+MPI_TEST_BIN := $(BUILD)/tests/mpi/mpi_falcon
+$(MPI_TEST_BIN): tests/mpi/mpi_falcon.c
+	@mkdir -p $(@D)
+	$(MPICC) -std=gnu11 -O2 -g $(WARN) $< -o $@
+ifneq ($(shell command -v $(MPICC) 2>/dev/null),)
+all: $(MPI_TEST_BIN)
+endif
 
 # benchmarks (bench/bench.mk): the congestion-control benchmark runs in the simulator
 BENCH_BINS :=
@@ -220,7 +231,7 @@ test: deps
 		--suite cc --args "--assert" $(BUILD)/bench/sim_cc \
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
 		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
-		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh \
+		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh tests/e2e/test_mpi.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -306,6 +317,8 @@ $(ROUTER_CTL): tests/e2e/router_ctl.c tests/bpf/falcon_router.h $(BUILD)/bpf/fal
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -I$(BUILD)/bpf $< -o $@ $(ALL_LDFLAGS) -lbpf -lelf -lz
 DAEMON_ALL += $(ROUTER_CTL)
+# (all's prerequisites were expanded above, before this +=: name it here too)
+all: $(ROUTER_CTL)
 
 # the router chaos run at full length: E2E_ROUTER_MIB (1 GiB) of verified WRITEs and READs
 # through the router dropping 5 % and duplicating 1 % of the Falcon packets (root)

@@ -149,6 +149,8 @@ struct cm_peer {
 	uint8_t sess;             /* enum sess_state */
 	uint8_t pub[FC_HS_KEY_LEN];   /* its identity, once authenticated */
 	struct fc_hs hs;          /* our handshake in flight (initiator) */
+	uint8_t hs_msg1[64];      /* the start of its message 1 (header, ephemeral key): */
+	uint8_t hs_msg1_len;      /* a message 1 that is ours came back (a session with us) */
 	uint8_t tx_key[FC_HS_KEY_LEN], rx_key[FC_HS_KEY_LEN]; /* CM transport keys */
 	uint64_t tx_ctr, rx_ctr;
 	uint32_t node_peer;
@@ -1196,7 +1198,8 @@ static void ini_send(struct cm_rec *r);
 
 /* The session is up: the keys of the handshake seal what follows; records waiting for it
  * go now. */
-static void sess_up(struct fd_cm *cm, struct cm_peer *p, struct fc_hs *hs, const uint8_t pub[32])
+static void sess_up(struct fd_cm *cm, struct cm_peer *p, struct fc_hs *hs, const uint8_t pub[32],
+		    bool self)
 {
 	struct fc_hs_keys keys;
 	char a[80], b64[FC_HS_B64_LEN];
@@ -1204,6 +1207,11 @@ static void sess_up(struct fd_cm *cm, struct cm_peer *p, struct fc_hs *hs, const
 	fc_hs_finish(hs, NULL, &keys);
 	memcpy(p->tx_key, keys.send, sizeof(p->tx_key));
 	memcpy(p->rx_key, keys.recv, sizeof(p->rx_key));
+	/* a session with ourselves (clients of this daemon talking to each other; the
+	 * allow-list has our own key): we answered our own message 1 as responder, and what
+	 * we seal with the responder's send key comes back to us, so we open with it too */
+	if (self)
+		memcpy(p->rx_key, keys.send, sizeof(p->rx_key));
 	sodium_memzero(&keys, sizeof(keys));
 	memcpy(p->pub, pub, sizeof(p->pub));
 	p->tx_ctr = p->rx_ctr = 0;
@@ -1262,6 +1270,8 @@ static void hs_start(struct fd_cm *cm, struct cm_peer *p)
 	}
 	sodium_memzero(pl, sizeof(pl));
 	memcpy(buf, &tag, 4);
+	p->hs_msg1_len = (uint8_t)(n < sizeof(p->hs_msg1) ? n : sizeof(p->hs_msg1));
+	memcpy(p->hs_msg1, buf + 4, p->hs_msg1_len);
 	p->sess = SESS_HS_SENT;
 	p->hs_deadline_ns = fd_now_ns() + (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull;
 	cm->st.hs_started++;
@@ -1283,6 +1293,7 @@ static void on_hs1(struct fd_cm *cm, const uint8_t *msg, size_t len,
 	uint32_t tag = htonl(TAG_HS2);
 	struct cm_peer *p;
 	struct fc_hs hs;
+	bool self;
 	size_t n;
 	int rc;
 
@@ -1295,6 +1306,8 @@ static void on_hs1(struct fd_cm *cm, const uint8_t *msg, size_t len,
 		fc_hs_wipe(&hs);
 		return;
 	}
+	self = p->sess == SESS_HS_SENT && p->hs_msg1_len && len >= p->hs_msg1_len &&
+	       !memcmp(msg, p->hs_msg1, p->hs_msg1_len);
 	/* crossed with ours: the smaller static key stays the initiator */
 	if (p->sess == SESS_HS_SENT &&
 	    memcmp(fd_sec_identity(cm->d->sec)->pub, in.peer_pub, FC_HS_KEY_LEN) < 0) {
@@ -1316,7 +1329,7 @@ static void on_hs1(struct fd_cm *cm, const uint8_t *msg, size_t len,
 	memcpy(buf, &tag, 4);
 	if (!fault_drop(cm))
 		xmit_raw(cm, buf, 4 + n, from, flen);
-	sess_up(cm, p, &hs, in.peer_pub);
+	sess_up(cm, p, &hs, in.peer_pub, self);
 }
 
 /* Initiator: the answer. */
@@ -1343,7 +1356,7 @@ static void on_hs2(struct fd_cm *cm, const uint8_t *msg, size_t len,
 		return;
 	}
 	sodium_memzero(in.payload, sizeof(in.payload));
-	sess_up(cm, p, &p->hs, in.peer_pub);
+	sess_up(cm, p, &p->hs, in.peer_pub, false);
 }
 
 /* KEYS: generation (8), SPI (4), key (32); KEYS_ACK: generation (8). */

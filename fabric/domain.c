@@ -183,6 +183,18 @@ const struct ffi_av_entry *ffi_av_get(struct ffi_av *av, fi_addr_t fa)
 	return &av->tab[fa];
 }
 
+/* The AH of an entry (DGRAM sends), made on first use: NULL and errno. */
+struct ffi_ah *ffi_av_ah(struct ffi_av *av, fi_addr_t fa)
+{
+	if (!av || fa >= av->cap || !av->tab[fa].used) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!av->tab[fa].ah)
+		av->tab[fa].ah = ffi_ah_get(av->dom, &av->tab[fa].addr);
+	return av->tab[fa].ah;
+}
+
 fi_addr_t ffi_av_find(struct ffi_av *av, const struct ffi_addr *a)
 {
 	if (!av)
@@ -205,7 +217,7 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 		return -FI_EBADFLAGS;
 	for (size_t i = 0; i < count; i++) {
 		size_t slot = av->cap;
-		struct ffi_ah *ah;
+		char host[64];
 
 		for (size_t j = 0; j < av->cap; j++)
 			if (!av->tab[j].used) {
@@ -225,13 +237,16 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 			av->tab = t;
 			av->cap = ncap;
 		}
-		ah = ffi_ah_get(av->dom, &in[i]);
-		if (!ah) {
+		/* the AH (falcond's session with the peer's daemon) is made on first use,
+		 * not here: an MPI job inserts every rank's address, and a daemon that
+		 * does not answer (under psp: one whose allow-list lacks this daemon's
+		 * key, its own included) would hold up the insert for every such entry */
+		if (ffi_addr_host(&in[i], host, sizeof(host))) {
 			if (fi_addr)
 				fi_addr[i] = FI_ADDR_NOTAVAIL;
 			continue;
 		}
-		av->tab[slot] = (struct ffi_av_entry){ .addr = in[i], .ah = ah, .used = true };
+		av->tab[slot] = (struct ffi_av_entry){ .addr = in[i], .ah = NULL, .used = true };
 		av->count++;
 		if (fi_addr)
 			fi_addr[i] = slot;

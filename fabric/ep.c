@@ -130,7 +130,7 @@ static struct ffi_peer *peer_by_qpn(struct ffi_ep *ep, uint32_t qpn)
 	struct ffi_peer *p;
 
 	LIST_FOREACH(p, &ep->peers, link)
-		if (p->qp && p->qp->qp_num == qpn)
+		if ((p->qp && p->qp->qp_num == qpn) || (p->qp2 && p->qp2->qp_num == qpn))
 			return p;
 	return NULL;
 }
@@ -152,13 +152,15 @@ static void peer_free(struct ffi_ep *ep, struct ffi_peer *p, int err)
 	}
 	if (p->qp)
 		falcon_destroy_qp(p->qp);
+	if (p->qp2)
+		falcon_destroy_qp(p->qp2);
 	LIST_REMOVE(p, link);
 	ep->npeers--;
 	free(p);
 }
 
-/* A peer with an RC QP in INIT. NULL and errno. */
-static struct ffi_peer *peer_new(struct ffi_ep *ep, const struct ffi_addr *a)
+/* An RC QP of the endpoint in INIT: NULL and errno. */
+static struct falcon_qp *rc_qp_new(struct ffi_ep *ep)
 {
 	struct falcon_qp_init_attr qa = {
 		.size = sizeof(qa), .qp_type = FALCON_QPT_RC, .send_cq = ep->fcq,
@@ -166,6 +168,21 @@ static struct ffi_peer *peer_new(struct ffi_ep *ep, const struct ffi_addr *a)
 		.err_mode = FALCON_ERR_CIE, /* an op in error fails alone: RDM goes on */
 	};
 	struct falcon_qp_attr init = { .size = sizeof(init), .qp_state = FALCON_QPS_INIT };
+	struct falcon_qp *qp = falcon_create_qp(ep->dom->pd, &qa);
+
+	if (qp && falcon_modify_qp(qp, &init)) {
+		int e = errno;
+
+		falcon_destroy_qp(qp);
+		errno = e;
+		return NULL;
+	}
+	return qp;
+}
+
+/* A peer with an RC QP in INIT. NULL and errno. */
+static struct ffi_peer *peer_new(struct ffi_ep *ep, const struct ffi_addr *a)
+{
 	struct ffi_peer *p;
 
 	if (ep->npeers >= FFI_PEERS_MAX) {
@@ -183,16 +200,9 @@ static struct ffi_peer *peer_new(struct ffi_ep *ep, const struct ffi_addr *a)
 	p->ah = ffi_ah_get(ep->dom, a);
 	if (!p->ah)
 		goto fail;
-	p->qp = falcon_create_qp(ep->dom->pd, &qa);
+	p->qp = rc_qp_new(ep);
 	if (!p->qp)
 		goto fail;
-	if (falcon_modify_qp(p->qp, &init)) {
-		int e = errno;
-
-		falcon_destroy_qp(p->qp);
-		errno = e;
-		goto fail;
-	}
 	p->state = FFI_PEER_CONNECTING;
 	p->since_ms = ffi_now_ms();
 	LIST_INSERT_HEAD(&ep->peers, p, link);
@@ -246,25 +256,34 @@ static int send_ctrl(struct ffi_ep *ep, struct ffi_peer *p, uint8_t what)
 	return r;
 }
 
-/* Name the peer's RC QP: RTR, RTS, then the operations that waited go out in order. */
-static int peer_connect(struct ffi_ep *ep, struct ffi_peer *p, uint32_t remote_qpn)
+/* qp to RTR naming remote_qpn at a's daemon, then RTS: 0 or falcon's error. */
+static int peer_connect_qp(struct falcon_qp *qp, const struct ffi_addr *a, uint32_t remote_qpn)
 {
 	char host[64];
 	struct falcon_qp_attr rtr = { .size = sizeof(rtr), .qp_state = FALCON_QPS_RTR,
 				      .dest_qp_num = remote_qpn, .dest_host = host,
 				      .timeout_ms = -1 };
 	struct falcon_qp_attr rts = { .size = sizeof(rts), .qp_state = FALCON_QPS_RTS };
+	int r;
+
+	ffi_addr_host(a, host, sizeof(host));
+	r = falcon_modify_qp(qp, &rtr);
+	if (!r)
+		r = falcon_modify_qp(qp, &rts);
+	if (r)
+		FFI_WARN(FI_LOG_EP_CTRL, "RC QP to %s: %s\n", host, falcon_strerror(r));
+	return r;
+}
+
+/* Name the peer's RC QP: RTR, RTS, then the operations that waited go out in order. */
+static int peer_connect(struct ffi_ep *ep, struct ffi_peer *p, uint32_t remote_qpn)
+{
 	struct ffi_op *op;
 	int r;
 
-	ffi_addr_host(&p->addr, host, sizeof(host));
-	r = falcon_modify_qp(p->qp, &rtr);
-	if (!r)
-		r = falcon_modify_qp(p->qp, &rts);
-	if (r) {
-		FFI_WARN(FI_LOG_EP_CTRL, "RC QP to %s: %s\n", host, falcon_strerror(r));
+	r = peer_connect_qp(p->qp, &p->addr, remote_qpn);
+	if (r)
 		return r;
-	}
 	p->remote_qpn = remote_qpn;
 	p->state = FFI_PEER_CONNECTED;
 	while ((op = TAILQ_FIRST(&p->pending))) {
@@ -325,6 +344,23 @@ struct ffi_peer *ffi_peer_for(struct ffi_ep *ep, fi_addr_t fa)
 	if (!p)
 		return NULL;
 	p->fa = fa;
+	if (!ffi_addr_cmp(&e->addr, &ep->self)) {
+		/* the endpoint itself (an MPI rank's one-sided access to its own window
+		 * goes this way): a second RC QP as the target of the first, both on our
+		 * daemon, which executes the operations as for any peer (atomics stay
+		 * atomic against the other peers'). No REQ / REP: both QPs are ours. */
+		p->qp2 = rc_qp_new(ep);
+		if (!p->qp2)
+			r = -errno;
+		else if (!(r = peer_connect_qp(p->qp2, &p->addr, p->qp->qp_num)))
+			r = peer_connect(ep, p, p->qp2->qp_num);
+		if (r) {
+			peer_free(ep, p, FI_EIO);
+			errno = r < 0 ? -r : EIO;
+			return NULL;
+		}
+		return p;
+	}
 	r = send_ctrl(ep, p, FFI_OP_REQ);
 	if (r) {
 		peer_free(ep, p, FI_EIO);
@@ -343,10 +379,14 @@ ssize_t ffi_op_submit(struct ffi_ep *ep, struct ffi_op *op, fi_addr_t dest)
 
 	if (ep->type == FI_EP_DGRAM) {
 		const struct ffi_av_entry *e = ffi_av_get(ep->av, dest);
+		struct ffi_ah *ah;
 
 		if (!e)
 			return -FI_EINVAL;
-		op->wr.ah = e->ah->ah;
+		ah = ffi_av_ah(ep->av, dest);
+		if (!ah)
+			return errno == EINVAL ? -FI_EINVAL : -FI_EHOSTUNREACH;
+		op->wr.ah = ah->ah;
 		op->wr.remote_qpn = e->addr.qpn;
 		op->wr.remote_qkey = FFI_QKEY;
 		r = ffi_post_on(ep, ep->ud, op);
@@ -384,6 +424,8 @@ static size_t copy_to_iov(const struct iovec *iov, size_t count, const uint8_t *
 	for (size_t i = 0; i < count && done < len; i++) {
 		size_t n = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
 
+		if (!n)
+			continue; /* an empty iov may have no buffer */
 		memcpy(iov[i].iov_base, data + done, n);
 		done += n;
 	}
@@ -1095,6 +1137,8 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		((struct ffi_ud_hdr *)slot)->src = ep->self;
 	p = slot + hlen;
 	for (size_t i = 0; i < count; i++) {
+		if (!iov[i].iov_len)
+			continue; /* a zero-byte message may have no buffer (MPI's) */
 		memcpy(p, iov[i].iov_base, iov[i].iov_len);
 		p += iov[i].iov_len;
 	}

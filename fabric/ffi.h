@@ -52,6 +52,21 @@
  * (req_drops). A DGRAM source address (FI_SOURCE) is the one the sender's provider wrote
  * into the datagram: the daemons authenticate the host (security psp), not the endpoint.
  *
+ * Capabilities beside the primary ones: FI_SOURCE, FI_DIRECTED_RECV, FI_REMOTE_COMM and
+ * FI_LOCAL_COMM (Open MPI's ofi MTL requires it): endpoints on one daemon reach each other
+ * through it (under psp the daemon's allow-list must hold its own key). An RDM endpoint
+ * reaches itself too: its peer record for its own address has a second RC QP that the
+ * first is connected to, set up at once (no REQ / REP), both on its daemon, which executes
+ * the operations as for any peer (atomics stay atomic against other peers'). AV entries
+ * make their AH on first use, so inserting addresses (an MPI job inserts every rank's)
+ * never waits for a daemon.
+ *
+ * Open MPI (4.1, tests/e2e/test_mpi.sh): pml cm + mtl ofi run on it (FI_TAGGED with
+ * CQ data for the source rank, FI_SELECTIVE_COMPLETION with FI_COMPLETION in op_flags,
+ * FI_PEEK/FI_CLAIM probes); one-sided as osc pt2pt over that, or as osc rdma over btl
+ * ofi (FI_RMA | FI_ATOMIC, FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR), which with
+ * one rank per node does the rank's own window state through the BTL (the self path).
+ *
  * Progress: manual; every CQ read and every post on an endpoint progresses it.
  * Threads: FI_THREAD_DOMAIN (the application serializes access to a domain's objects).
  */
@@ -182,7 +197,7 @@ struct ffi_mr {
 
 struct ffi_av_entry {
 	struct ffi_addr addr;
-	struct ffi_ah *ah;
+	struct ffi_ah *ah;          /* made on first use (DGRAM; RDM peers hold their own) */
 	bool used;
 };
 
@@ -286,6 +301,7 @@ struct ffi_peer {
 	struct ffi_addr addr;
 	struct ffi_ah *ah;
 	struct falcon_qp *qp;
+	struct falcon_qp *qp2;      /* the endpoint itself: the QP that qp is connected to */
 	uint32_t remote_qpn;
 	int state;                  /* enum ffi_peer_state */
 	bool rep_owed;              /* a REP waits for a free tx slot */
@@ -418,6 +434,7 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 struct ffi_ah *ffi_ah_get(struct ffi_domain *dom, const struct ffi_addr *a);
 const struct ffi_av_entry *ffi_av_get(struct ffi_av *av, fi_addr_t fa);
+struct ffi_ah *ffi_av_ah(struct ffi_av *av, fi_addr_t fa);
 fi_addr_t ffi_av_find(struct ffi_av *av, const struct ffi_addr *a);
 int ffi_addr_cmp(const struct ffi_addr *a, const struct ffi_addr *b);
 int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,

@@ -118,13 +118,15 @@ int ffi_self_addr(struct ffi_addr *a)
 
 /* ---- fi_getinfo ---- */
 
-/* FI_REMOTE_COMM only: endpoints on one daemon reach each other under --security none,
- * but under psp falcond does not finish a connection to itself (its AH never answers) */
+/* FI_LOCAL_COMM too (Open MPI's ofi MTL asks for it: FI_TAGGED | FI_LOCAL_COMM |
+ * FI_REMOTE_COMM | FI_DIRECTED_RECV): endpoints on one daemon reach each other through it
+ * (under psp its allow-list must hold its own key), an endpoint itself over its second
+ * RC QP (ffi.h) */
 #define FFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
 		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | \
-		      FI_REMOTE_COMM)
+		      FI_REMOTE_COMM | FI_LOCAL_COMM)
 #define FFI_DGRAM_CAPS (FI_MSG | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM)
-#define FFI_SECONDARY (FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM)
+#define FFI_SECONDARY (FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM | FI_LOCAL_COMM)
 #define FFI_MR_NEEDS (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
 
 static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const struct fi_info *hints)
@@ -216,6 +218,13 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 	}
 	if (hints->tx_attr && hints->tx_attr->inject_size > fi->tx_attr->inject_size)
 		goto nodata;
+	/* the default flags of operations without a flags argument: FI_COMPLETION is what
+	 * matters (Open MPI binds its CQ with FI_SELECTIVE_COMPLETION and asks for
+	 * FI_COMPLETION here, so that every fi_tsend / fi_trecv completes) */
+	if (hints->tx_attr)
+		fi->tx_attr->op_flags = hints->tx_attr->op_flags & FI_COMPLETION;
+	if (hints->rx_attr)
+		fi->rx_attr->op_flags = hints->rx_attr->op_flags & FI_COMPLETION;
 	if (hints->domain_attr) {
 		const struct fi_domain_attr *d = hints->domain_attr;
 
