@@ -47,7 +47,7 @@ struct psp_key {
 /* Every secret of one instance, in one block (mlocked where allowed, wiped on free). */
 struct psp_secrets {
 	uint8_t master[2][FC_PSP_KEY_LEN]; /* receive master key per phase */
-	struct psp_key keys[];              /* max_peers tx keys, then the rx key cache */
+	struct psp_key keys[];             /* max_peers tx keys, then the rx key cache */
 };
 
 struct psp_tx_sa {
@@ -64,7 +64,7 @@ struct fc_encap_psp {
 	struct psp_tx_sa *tx;   /* [max_peers] */
 	uint32_t (*rx_spi)[2];  /* [max_peers][phase]: SPI issued, 0 = none */
 	uint32_t *cache_spi;    /* [slots]: SPI of the cached key, 0 = empty */
-	struct psp_key *tx_key;  /* in sec */
+	struct psp_key *tx_key; /* in sec */
 	struct psp_key *cache_key;
 	struct psp_secrets *sec;
 	size_t sec_len;
