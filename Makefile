@@ -34,7 +34,7 @@ FUZZ_SMOKE_SECONDS ?= 8
 
 # Debian packages the project needs to build and test. Installed by `make deps`.
 DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
-	bpftool libev-dev libsodium-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool \
+	bpftool libev-dev libsodium-dev libssl-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool \
 	libfabric-dev libfabric-bin
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -111,7 +111,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
 BPFTEST_SRCS := $(wildcard tests/bpf/test_*.c)
 BPFTEST_BINS := $(BPFTEST_SRCS:%.c=$(BUILD)/%)
-TEST_LIBS := -lcmocka -lsodium -lpthread
+TEST_LIBS := -lcmocka -lsodium -lcrypto -lpthread
 
 $(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
@@ -365,13 +365,14 @@ FUZZ_DAEMON_SRCS := $(XDP_DAEMON_SRCS) daemon/loop.c daemon/api.c daemon/cm.c da
 build-fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(ENGINE_SRCS) $(FUZZ_DAEMON_SRCS) $(BUILD)/bpf/falcon_xdp.skel.h \
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) -Idaemon -I$(BUILD)/bpf $< $(FUZZ_DAEMON_SRCS) $(ENGINE_SRCS) -o $@ -lev -lsodium -lpthread $(XDP_LIBS)
+	$(CLANG) $(FUZZ_CFLAGS) -Idaemon -I$(BUILD)/bpf $< $(FUZZ_DAEMON_SRCS) $(ENGINE_SRCS) -o $@ -lev -lsodium -lcrypto -lpthread $(XDP_LIBS)
 
-# the PSP encapsulation's open and seal (tests/fuzz/fuzz_encap_psp.c), libsodium linked
+# the PSP encapsulation's open and seal (tests/fuzz/fuzz_encap_psp.c), libsodium and
+# libcrypto linked
 build-fuzz/fuzz_encap_psp: tests/fuzz/fuzz_encap_psp.c daemon/encap_psp.c $(ENGINE_SRCS) \
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
 	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< daemon/encap_psp.c $(ENGINE_SRCS) -o $@ -lsodium
+	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< daemon/encap_psp.c $(ENGINE_SRCS) -o $@ -lsodium -lcrypto
 
 # the handshake fuzz target links the handshake module and libsodium (tests/fuzz/fuzz_hs.c)
 build-fuzz/fuzz_hs: tests/fuzz/fuzz_hs.c daemon/hs.c daemon/hs.h

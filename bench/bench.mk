@@ -25,4 +25,4 @@ BENCH_BINS += $(BUILD)/bench/psp_bench
 
 $(BUILD)/bench/psp_bench: bench/psp_bench.c $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lsodium
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lsodium -lcrypto

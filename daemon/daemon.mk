@@ -16,7 +16,7 @@ FALCOND := $(BUILD)/daemon/falcond
 
 $(FALCOND): $(FALCOND_OBJS) $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(FALCOND_OBJS) -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lev -lsodium -lpthread \
+	$(CC) $(FALCOND_OBJS) -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lev -lsodium -lcrypto -lpthread \
 		$(XDP_LIBS)
 
 # the client library: position-independent, only falcon_* exported (symbol version map)

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * encap_psp.c - PSP transport mode around every Falcon packet, libsodium AEAD
+ * encap_psp.c - PSP transport mode around every Falcon packet: AES-256-GCM through
+ * OpenSSL's libcrypto (EVP), ChaCha20-Poly1305 and the key derivation through libsodium
  * (encap_psp.h; docs/wire.md section 2; spec 7.1, 9.2.2.1-9.2.2.3).
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <sodium.h>
 
 #include "encap_psp.h"
@@ -26,25 +29,25 @@
 static const char kdf_ctx[crypto_kdf_CONTEXTBYTES] = { 'f', 'a', 'l', 'c', 'n', 'p', 's', 'p' };
 
 _Static_assert(FC_PSP_KEY_LEN == crypto_kdf_KEYBYTES, "master key = KDF key");
-_Static_assert(FC_PSP_KEY_LEN == crypto_aead_aes256gcm_KEYBYTES, "aes-256 key");
+#define PSP_NONCE_LEN 12 /* AES-GCM: SET_IVLEN; the GCM IV of 96 bits (no GHASH of it) */
+_Static_assert(FC_PSP_KEY_LEN == 32, "aes-256 key");
 _Static_assert(FC_PSP_KEY_LEN == crypto_aead_chacha20poly1305_ietf_KEYBYTES, "chacha key");
-_Static_assert(crypto_aead_aes256gcm_NPUBBYTES == 12 &&
-		       crypto_aead_chacha20poly1305_ietf_NPUBBYTES == 12,
+_Static_assert(crypto_aead_chacha20poly1305_ietf_NPUBBYTES == PSP_NONCE_LEN,
 	       "nonce = SPI || IV");
-_Static_assert(crypto_aead_aes256gcm_ABYTES == FC_PSP_ICV_LEN &&
-		       crypto_aead_chacha20poly1305_ietf_ABYTES == FC_PSP_ICV_LEN,
-	       "ICV");
+_Static_assert(crypto_aead_chacha20poly1305_ietf_ABYTES == FC_PSP_ICV_LEN, "ICV");
 
-/* One key ready for the data path. */
-union psp_key {
-	crypto_aead_aes256gcm_state aes;  /* AES-256-GCM: expanded once (beforenm) */
-	uint8_t raw[FC_PSP_KEY_LEN];      /* ChaCha20-Poly1305: the key itself */
+/* One key ready for the data path. The raw key lives in the locked block; for
+ * AES-256-GCM a libcrypto context holds its expansion (OpenSSL's memory; freed, which
+ * clears it, whenever the raw key is wiped: key_wipe). */
+struct psp_key {
+	uint8_t raw[FC_PSP_KEY_LEN];
+	EVP_CIPHER_CTX *gcm; /* AES-256-GCM only, NULL otherwise; tx: encrypt, rx: decrypt */
 };
 
 /* Every secret of one instance, in one block (mlocked where allowed, wiped on free). */
 struct psp_secrets {
 	uint8_t master[2][FC_PSP_KEY_LEN]; /* receive master key per phase */
-	union psp_key keys[];              /* max_peers tx keys, then the rx key cache */
+	struct psp_key keys[];             /* max_peers tx keys, then the rx key cache */
 };
 
 struct psp_tx_sa {
@@ -61,15 +64,15 @@ struct fc_encap_psp {
 	struct psp_tx_sa *tx;   /* [max_peers] */
 	uint32_t (*rx_spi)[2];  /* [max_peers][phase]: SPI issued, 0 = none */
 	uint32_t *cache_spi;    /* [slots]: SPI of the cached key, 0 = empty */
-	union psp_key *tx_key;  /* in sec */
-	union psp_key *cache_key;
+	struct psp_key *tx_key; /* in sec */
+	struct psp_key *cache_key;
 	struct psp_secrets *sec;
 	size_t sec_len;
 	bool sec_locked;
 };
 
 /* ------------------------------------------------------------------------ */
-/* libsodium                                                                  */
+/* libsodium and libcrypto                                                    */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc = -EIO;
@@ -82,12 +85,22 @@ int fc_psp_crypto_init(void)
 	return init_rc;
 }
 
+/* The policy: AES-256-GCM where the CPU has AES-NI and carry-less multiply (libcrypto
+ * runs it on any CPU, but without them ChaCha20-Poly1305 is the faster one). */
+static bool cpu_has_aes_gcm(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul");
+#else
+	return false;
+#endif
+}
+
 int fc_psp_cipher_best(void)
 {
 	if (fc_psp_crypto_init())
 		return -EIO;
-	return crypto_aead_aes256gcm_is_available() ? FC_PSP_VER_AES_GCM_256
-						    : FC_PSP_VER_CHACHA20_POLY1305;
+	return cpu_has_aes_gcm() ? FC_PSP_VER_AES_GCM_256 : FC_PSP_VER_CHACHA20_POLY1305;
 }
 
 bool fc_psp_cipher_available(unsigned int v)
@@ -95,41 +108,88 @@ bool fc_psp_cipher_available(unsigned int v)
 	if (fc_psp_crypto_init())
 		return false;
 	if (v == FC_PSP_VER_AES_GCM_256)
-		return crypto_aead_aes256gcm_is_available();
+		return cpu_has_aes_gcm();
 	return v == FC_PSP_VER_CHACHA20_POLY1305;
 }
 
-/* Wipe k, then make it ready for raw. */
-static void key_load(unsigned int v, union psp_key *k, const uint8_t raw[FC_PSP_KEY_LEN])
+/* Wipe k: the raw key, and the expanded one with its context. */
+static void key_wipe(struct psp_key *k)
 {
+	EVP_CIPHER_CTX_free(k->gcm); /* clears the key schedule; NULL is a no-op */
 	sodium_memzero(k, sizeof(*k));
-	if (v == FC_PSP_VER_AES_GCM_256)
-		crypto_aead_aes256gcm_beforenm(&k->aes, raw);
-	else
-		memcpy(k->raw, raw, FC_PSP_KEY_LEN);
 }
 
-/* Encrypt p[0..len) in place, ICV to icv. */
-static void aead_seal(unsigned int v, const union psp_key *k, uint8_t *p, size_t len,
-		      uint8_t *icv, const uint8_t *aad, const uint8_t *nonce)
+/* Wipe k, then make it ready for raw (enc: seal with it, else open). 0 or -ENOMEM
+ * (libcrypto could not allocate or set up the context; k is left wiped). */
+static int key_load(unsigned int v, struct psp_key *k, const uint8_t raw[FC_PSP_KEY_LEN],
+		    bool enc)
+{
+	key_wipe(k);
+	if (v != FC_PSP_VER_AES_GCM_256) {
+		memcpy(k->raw, raw, FC_PSP_KEY_LEN);
+		return 0;
+	}
+	k->gcm = EVP_CIPHER_CTX_new();
+	/* the key is expanded once here; per packet only the IV is set */
+	if (!k->gcm || EVP_CipherInit_ex(k->gcm, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(k->gcm, EVP_CTRL_GCM_SET_IVLEN, PSP_NONCE_LEN, NULL) != 1 ||
+	    EVP_CipherInit_ex(k->gcm, NULL, NULL, raw, NULL, enc) != 1) {
+		key_wipe(k);
+		return -ENOMEM;
+	}
+	memcpy(k->raw, raw, FC_PSP_KEY_LEN);
+	return 0;
+}
+
+/* AES-256-GCM seal of p[0..len) in place, ICV to icv. 0 or -EIO (libcrypto refused). */
+static int gcm_seal(EVP_CIPHER_CTX *c, uint8_t *p, size_t len, uint8_t *icv,
+		    const uint8_t *aad, const uint8_t *nonce)
+{
+	int outl;
+
+	if (len > INT_MAX || EVP_EncryptInit_ex(c, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_EncryptUpdate(c, NULL, &outl, aad, (int)PSP_AAD_LEN) != 1 ||
+	    EVP_EncryptUpdate(c, p, &outl, p, (int)len) != 1 || (size_t)outl != len ||
+	    EVP_EncryptFinal_ex(c, p + len, &outl) != 1 || outl != 0 ||
+	    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, FC_PSP_ICV_LEN, icv) != 1)
+		return -EIO;
+	return 0;
+}
+
+/* AES-256-GCM open of p[0..len) in place. 0 or -1 (forged, or libcrypto refused). */
+static int gcm_open(EVP_CIPHER_CTX *c, uint8_t *p, size_t len, const uint8_t *icv,
+		    const uint8_t *aad, const uint8_t *nonce)
+{
+	uint8_t tag[FC_PSP_ICV_LEN];
+	int outl;
+
+	memcpy(tag, icv, sizeof(tag)); /* SET_TAG takes a mutable pointer */
+	if (len > INT_MAX || EVP_DecryptInit_ex(c, NULL, NULL, NULL, nonce) != 1 ||
+	    EVP_DecryptUpdate(c, NULL, &outl, aad, (int)PSP_AAD_LEN) != 1 ||
+	    EVP_DecryptUpdate(c, p, &outl, p, (int)len) != 1 || (size_t)outl != len ||
+	    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, FC_PSP_ICV_LEN, tag) != 1 ||
+	    EVP_DecryptFinal_ex(c, p + len, &outl) != 1) /* the ICV check */
+		return -1;
+	return 0;
+}
+
+/* Encrypt p[0..len) in place, ICV to icv. 0 or -EIO. */
+static int aead_seal(unsigned int v, const struct psp_key *k, uint8_t *p, size_t len,
+		     uint8_t *icv, const uint8_t *aad, const uint8_t *nonce)
 {
 	if (v == FC_PSP_VER_AES_GCM_256)
-		crypto_aead_aes256gcm_encrypt_detached_afternm(p, icv, NULL, p, len, aad,
-							       PSP_AAD_LEN, NULL, nonce, &k->aes);
-	else
-		crypto_aead_chacha20poly1305_ietf_encrypt_detached(p, icv, NULL, p, len, aad,
-								   PSP_AAD_LEN, NULL, nonce,
-								   k->raw);
+		return gcm_seal(k->gcm, p, len, icv, aad, nonce);
+	crypto_aead_chacha20poly1305_ietf_encrypt_detached(p, icv, NULL, p, len, aad, PSP_AAD_LEN,
+							   NULL, nonce, k->raw);
+	return 0;
 }
 
 /* Verify and decrypt p[0..len) in place. 0 or -1 (forged). */
-static int aead_open(unsigned int v, const union psp_key *k, uint8_t *p, size_t len,
+static int aead_open(unsigned int v, const struct psp_key *k, uint8_t *p, size_t len,
 		     const uint8_t *icv, const uint8_t *aad, const uint8_t *nonce)
 {
 	if (v == FC_PSP_VER_AES_GCM_256)
-		return crypto_aead_aes256gcm_decrypt_detached_afternm(p, NULL, p, len, icv, aad,
-								      PSP_AAD_LEN, nonce,
-								      &k->aes);
+		return gcm_open(k->gcm, p, len, icv, aad, nonce);
 	return crypto_aead_chacha20poly1305_ietf_decrypt_detached(p, NULL, p, len, icv, aad,
 								  PSP_AAD_LEN, nonce, k->raw);
 }
@@ -172,7 +232,7 @@ static void erase_phase(struct fc_encap_psp *e, unsigned int p)
 		e->rx_spi[i][p] = 0;
 	for (uint32_t i = 0; i <= e->cache_mask; i++) {
 		if (e->cache_spi[i] && (e->cache_spi[i] >> 31) == p) {
-			sodium_memzero(&e->cache_key[i], sizeof(e->cache_key[i]));
+			key_wipe(&e->cache_key[i]);
 			e->cache_spi[i] = 0;
 		}
 	}
@@ -188,7 +248,7 @@ static void master_set(struct fc_encap_psp *e, unsigned int p, const uint8_t *ma
 
 /* The key to open spi with, deriving it on a cache miss. Counts and returns -ENOKEY /
  * -EKEYEXPIRED as fc_encap_psp_ops.open. */
-static int rx_key(struct fc_encap_psp *e, uint32_t spi, const union psp_key **out)
+static int rx_key(struct fc_encap_psp *e, uint32_t spi, const struct psp_key **out)
 {
 	uint32_t peer1 = spi & SPI_PEER_MASK, phase = spi >> 31, slot;
 	uint32_t d = ((uint32_t)e->gen - spi_gen16(spi)) & GEN16_MASK; /* generations ago */
@@ -209,9 +269,15 @@ static int rx_key(struct fc_encap_psp *e, uint32_t spi, const union psp_key **ou
 	if (e->cache_spi[slot] != spi) {
 		uint8_t raw[FC_PSP_KEY_LEN];
 
+		int rc;
+
 		derive(e, spi, raw);
-		key_load(e->cfg.version, &e->cache_key[slot], raw);
+		rc = key_load(e->cfg.version, &e->cache_key[slot], raw, false);
 		sodium_memzero(raw, sizeof(raw));
+		if (rc) {
+			e->cache_spi[slot] = 0; /* the slot was wiped */
+			return rc;
+		}
 		e->cache_spi[slot] = spi;
 		e->cnt.rx_key_derived++;
 	}
@@ -262,7 +328,10 @@ int fc_encap_psp_tx_set(struct fc_encap_psp *e, uint32_t peer, uint32_t spi,
 {
 	if (peer >= e->cfg.max_peers || spi == 0)
 		return -EINVAL;
-	key_load(e->cfg.version, &e->tx_key[peer], key);
+	if (key_load(e->cfg.version, &e->tx_key[peer], key, true)) {
+		e->tx[peer].spi = 0; /* the old key is wiped already */
+		return -ENOMEM;
+	}
 	e->tx[peer].spi = spi; /* last_iv stays: IVs keep increasing across SAs */
 	return 0;
 }
@@ -271,7 +340,7 @@ int fc_encap_psp_tx_clear(struct fc_encap_psp *e, uint32_t peer)
 {
 	if (peer >= e->cfg.max_peers)
 		return -EINVAL;
-	sodium_memzero(&e->tx_key[peer], sizeof(e->tx_key[peer]));
+	key_wipe(&e->tx_key[peer]);
 	e->tx[peer].spi = 0;
 	return 0;
 }
@@ -317,9 +386,12 @@ static int psp_seal(void *ctx, struct fc_frame *f, uint32_t len)
 		return -EINVAL;
 	}
 	sa->last_iv = h.iv;
-	aead_seal(e->cfg.version, &e->tx_key[peer], p + PSP_AAD_LEN,
-		  len - 4u * FC_PSP_CRYPT_OFF_FALCON, p + FC_PSP_HDR_LEN + len, p,
-		  p + PSP_NONCE_OFF);
+	if (aead_seal(e->cfg.version, &e->tx_key[peer], p + PSP_AAD_LEN,
+		      len - 4u * FC_PSP_CRYPT_OFF_FALCON, p + FC_PSP_HDR_LEN + len, p,
+		      p + PSP_NONCE_OFF)) {
+		e->cnt.tx_err++;
+		return -EIO;
+	}
 	f->len = FC_PSP_HDR_LEN + len + FC_PSP_ICV_LEN;
 	e->cnt.tx_sealed++;
 	return 0;
@@ -328,7 +400,7 @@ static int psp_seal(void *ctx, struct fc_frame *f, uint32_t len)
 static int psp_open(void *ctx, struct fc_frame *f)
 {
 	struct fc_encap_psp *e = ctx;
-	const union psp_key *k;
+	const struct psp_key *k;
 	struct fc_psp_info h;
 	size_t off, len;
 	uint8_t *p = f->buf;
@@ -415,7 +487,7 @@ struct fc_encap_psp *fc_encap_psp_new(const struct fc_encap_psp_cfg *cfg)
 	/* whole pages of our own, so locking and unlocking touch no one else's memory */
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	e->sec_len = sizeof(struct psp_secrets) +
-		     ((size_t)cfg->max_peers + slots) * sizeof(union psp_key);
+		     ((size_t)cfg->max_peers + slots) * sizeof(struct psp_key);
 	e->sec_len = (e->sec_len + page - 1) / page * page;
 	if (!e->tx || !e->rx_spi || !e->cache_spi || posix_memalign(&mem, page, e->sec_len)) {
 		fc_encap_psp_free(e);
@@ -437,6 +509,8 @@ void fc_encap_psp_free(struct fc_encap_psp *e)
 	if (!e)
 		return;
 	if (e->sec) {
+		for (uint32_t i = 0; i < e->cfg.max_peers + e->cfg.key_cache_slots; i++)
+			key_wipe(&e->sec->keys[i]);
 		sodium_memzero(e->sec, e->sec_len);
 		if (e->sec_locked)
 			sodium_munlock(e->sec, e->sec_len);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * encap_psp.h - the node's encapsulation in `security psp` mode: PSP transport mode
- * around every Falcon packet, sealed and opened with libsodium (docs/wire.md section 2,
- * the PSP architecture; spec 7.1, 9.2.2.1-9.2.2.3).
+ * around every Falcon packet (docs/wire.md section 2, the PSP architecture; spec 7.1,
+ * 9.2.2.1-9.2.2.3). AES-256-GCM through OpenSSL 3's libcrypto (EVP; VAES/AVX-512 where
+ * the CPU has them: 2-2.7x libsodium's AES-NI code at 4 KiB, 1.4-1.6x at 1 KiB, but
+ * ~0.7x at 64 B, where EVP's fixed ~70 ns per packet dominates: make bench-psp);
+ * ChaCha20-Poly1305, the key derivation and the locked key memory through libsodium.
  *
  *   | PSP header 16 | Falcon word 0 (CID) 4 | rest of the Falcon packet ... | ICV 16 |
  *   |<------------ AAD (clear) ----------->|<------- encrypted ----------->|
@@ -10,7 +13,9 @@
  * Header: next header 252, hdr ext len 1, crypt offset FC_PSP_CRYPT_OFF_FALCON (1: the
  * Falcon header's first 4 bytes, version and destination CID, stay in the clear for
  * steering), S = D = V = 0, version = the configured cipher:
- *   FC_PSP_VER_AES_GCM_256        PSP version 1, libsodium's AES-256-GCM (AES-NI/CLMUL)
+ *   FC_PSP_VER_AES_GCM_256        PSP version 1, AES-256-GCM (libcrypto); byte for byte
+ *                                 what libsodium's crypto_aead_aes256gcm gives
+ *                                 (tests/unit/test_encap_psp.c checks both ways)
  *   FC_PSP_VER_CHACHA20_POLY1305  0xC, falcon private, ChaCha20-Poly1305 IETF
  * Both ends must use the same one (the CM negotiates it; fc_psp_cipher_best() says which
  * this CPU runs). AAD = the PSP header up to the crypt offset (bytes 0..19) as PSP defines
@@ -46,8 +51,11 @@
  *
  * Secrets (master keys, derived and tx keys) live in one block that is locked in memory
  * where the RLIMIT allows (sodium_mlock: no swap, no core dump), are never logged, and
- * are wiped (sodium_memzero) when replaced, erased or freed. Not thread-safe: one node,
- * one thread, as the node.
+ * are wiped (sodium_memzero) when replaced, erased or freed. Under AES-256-GCM each tx
+ * key and each cached rx key also has a libcrypto cipher context, set up once with the
+ * key (its expansion lives in OpenSSL's memory, not the locked block; per packet only
+ * the IV is set) and freed, which clears it, whenever the raw key is wiped. Not
+ * thread-safe: one node, one thread, as the node.
  */
 #ifndef FC_ENCAP_PSP_H
 #define FC_ENCAP_PSP_H
@@ -72,13 +80,14 @@
  */
 int fc_psp_crypto_init(void);
 
-/* The cipher this CPU runs: FC_PSP_VER_AES_GCM_256 where libsodium's AES-256-GCM is
- * available (crypto_aead_aes256gcm_is_available()), else FC_PSP_VER_CHACHA20_POLY1305.
- * -EIO if libsodium cannot initialize. */
+/* The cipher this CPU runs best: FC_PSP_VER_AES_GCM_256 where the CPU has AES-NI and
+ * PCLMULQDQ (__builtin_cpu_supports "aes" and "pclmul"; x86 only: libcrypto would run
+ * AES-GCM anywhere, but without them ChaCha20-Poly1305 is faster), else
+ * FC_PSP_VER_CHACHA20_POLY1305. -EIO if libsodium cannot initialize. */
 int fc_psp_cipher_best(void);
 
 /* Can this CPU seal and open with PSP version v? (ChaCha20-Poly1305 always, AES-256-GCM
- * with AES-NI; every other version no.) */
+ * with AES-NI and PCLMULQDQ as fc_psp_cipher_best; every other version no.) */
 bool fc_psp_cipher_available(unsigned int v);
 
 struct fc_encap_psp_cfg {
@@ -121,12 +130,15 @@ void fc_encap_psp_free(struct fc_encap_psp *e);
  * writes the PSP header in front and the ICV behind it, encrypts in place under the SA
  * of peer f->peer_idx, sets f->len = 16 + len + 16. Returns 0 or -ENOENT (no SA for that
  * peer), -EINVAL (len < 4: the crypt offset lies past the packet), -ENOSPC (f->cap <
- * 32 + len), -EOVERFLOW (the SA's IV reached UINT64_MAX: a nonce would repeat).
+ * 32 + len), -EOVERFLOW (the SA's IV reached UINT64_MAX: a nonce would repeat), -EIO
+ * (libcrypto refused); all but -ENOENT (tx_no_sa) counted in tx_err.
  * open: checks, then authenticates and decrypts in place; on success f->buf / f->len
  * are the Falcon packet, f->meta.tx_ns = the IV, f->meta.spi = the SPI. Returns 0 or
  * -EPROTO (too short or bad header), -ENOKEY (SPI never issued), -EKEYEXPIRED (SPI of
- * an erased phase or older generation), -EBADMSG (ICV did not verify), each counted; the
- * frame's bytes are unspecified after a failure (the node drops it). */
+ * an erased phase or older generation), -EBADMSG (ICV did not verify), each counted, or
+ * -ENOMEM (libcrypto could not set up the key of a cache miss; not counted here, the node
+ * counts every failed open); the frame's bytes are unspecified after a failure (the node
+ * drops it). */
 extern const struct fc_encap_ops fc_encap_psp_ops;
 
 const struct fc_encap_psp_counters *fc_encap_psp_counters(const struct fc_encap_psp *e);
@@ -137,7 +149,9 @@ unsigned int fc_encap_psp_version(const struct fc_encap_psp *e);
 
 /* Install or replace the tx SA of peer: spi (bit 31 = key phase, never 0) and its
  * FC_PSP_KEY_LEN-byte key (copied; the old key is wiped). The IV stays strictly
- * increasing across the replacement. Returns 0 or -EINVAL (peer >= max_peers, spi 0). */
+ * increasing across the replacement. Returns 0 or -EINVAL (peer >= max_peers, spi 0),
+ * -ENOMEM (libcrypto could not set the key up; the old SA is gone too: seal refuses
+ * -ENOENT). */
 int fc_encap_psp_tx_set(struct fc_encap_psp *e, uint32_t peer, uint32_t spi,
 			const uint8_t key[FC_PSP_KEY_LEN]);
 /* Remove (and wipe) the tx SA of peer: its frames are refused (-ENOENT) until the next

@@ -8,6 +8,9 @@
  * across the 2^64 wrap. Random tests use xorshift64 seeded with FALCON_TEST_SEED
  * (default below) and print the seed on failure.
  *
+ * AES-256-GCM runs through OpenSSL's libcrypto; libsodium's crypto_aead_aes256gcm (what
+ * sealed PSP version 1 before) computes known answers here, byte for byte, both ways.
+ *
  * Tests that take a cipher run once per cipher (cmocka prestate); AES-256-GCM ones are
  * skipped on a CPU without AES-NI (fc_psp_cipher_available).
  */
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "encap_psp.h"
 #include "testutil.h"
@@ -692,6 +696,89 @@ static void test_keys_differ_per_cipher(void **state)
 	fc_encap_psp_free(y);
 }
 
+/* libsodium's AES-256-GCM over frame: the old seal, as the libsodium-based encap_psp.c
+ * ran it (beforenm, then encrypt_detached_afternm; AAD = header + CID word, nonce = SPI
+ * || IV). Encrypts frame's payload past the CID word in place, ICV behind it. */
+static void sodium_seal(uint8_t *frame, uint32_t len, const uint8_t key[FC_PSP_KEY_LEN])
+{
+	const uint32_t aad = FC_PSP_HDR_LEN + 4;
+	crypto_aead_aes256gcm_state st;
+
+	assert_int_equal(crypto_aead_aes256gcm_beforenm(&st, key), 0);
+	assert_int_equal(crypto_aead_aes256gcm_encrypt_detached_afternm(
+				 frame + aad, frame + FC_PSP_HDR_LEN + len, NULL, frame + aad,
+				 len - 4, frame, aad, NULL, frame + 4, &st),
+			 0);
+	sodium_memzero(&st, sizeof(st));
+}
+
+/* PSP version 1 is byte-for-byte what libsodium's AES-256-GCM sealed (the cipher moved to
+ * libcrypto): for the same key, nonce, AAD and plaintext our seal gives libsodium's
+ * ciphertext and ICV; a frame libsodium sealed opens with ours, one ours sealed opens with
+ * libsodium's; a tampered libsodium frame is refused -EBADMSG. Then the same after a key
+ * rotation (fresh libcrypto contexts on both sides). */
+static void test_aes_gcm_matches_libsodium(void **state)
+{
+	static const uint32_t sizes[] = { 4, 5, 17, 64, 1500, 4096 };
+	uint8_t buf[FRAME_CAP], ref[FRAME_CAP], want[4096];
+	struct pair p;
+
+	(void)state;
+	if (!fc_psp_cipher_available(FC_PSP_VER_AES_GCM_256) ||
+	    !crypto_aead_aes256gcm_is_available())
+		skip();
+	assert_int_equal(crypto_aead_aes256gcm_KEYBYTES, FC_PSP_KEY_LEN);
+	assert_int_equal(crypto_aead_aes256gcm_ABYTES, FC_PSP_ICV_LEN);
+	assert_int_equal(crypto_aead_aes256gcm_NPUBBYTES, 12);
+	pair_init(&p, FC_PSP_VER_AES_GCM_256);
+	for (int rekey = 0; rekey < 2; rekey++) {
+		if (rekey) { /* a new generation: the SA's context and the rx key are rebuilt */
+			assert_int_equal(fc_encap_psp_rx_rotate(p.b, MASTER_C), 1);
+			assert_int_equal(fc_encap_psp_rx_issue(p.b, A_IDX_AT_B, &p.spi, p.key), 0);
+			assert_int_equal(fc_encap_psp_tx_set(p.a, B_IDX_AT_A, p.spi, p.key), 0);
+		}
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			uint32_t len = sizes[i], flen;
+			struct fc_frame f;
+
+			clk += 1000;
+			flen = seal(p.a, B_IDX_AT_A, buf, len, (uint32_t)(i + 40 * rekey));
+			fill_pat(want, len, (uint32_t)(i + 40 * rekey));
+			/* the known answer: libsodium over the same header and plaintext */
+			memcpy(ref, buf, FC_PSP_HDR_LEN);
+			memcpy(ref + FC_PSP_HDR_LEN, want, len);
+			sodium_seal(ref, len, p.key);
+			assert_memory_equal(buf, ref, flen);
+			/* ours opens with libsodium's open */
+			assert_int_equal(crypto_aead_aes256gcm_decrypt_detached(
+						 ref + FC_PSP_HDR_LEN + 4, NULL,
+						 buf + FC_PSP_HDR_LEN + 4, len - 4,
+						 buf + FC_PSP_HDR_LEN + len, buf, FC_PSP_HDR_LEN + 4,
+						 buf + 4, p.key),
+					 0);
+			assert_memory_equal(ref + FC_PSP_HDR_LEN, want, len);
+			/* libsodium's opens with ours: another plaintext under a later IV */
+			clk += 1000;
+			flen = seal(p.a, B_IDX_AT_A, buf, len, 7);
+			fill_pat(want, len, (uint32_t)(i + 100));
+			memcpy(buf + FC_PSP_HDR_LEN, want, len);
+			sodium_seal(buf, len, p.key);
+			memcpy(ref, buf, flen);
+			f = (struct fc_frame){ .buf = buf, .len = flen };
+			assert_int_equal(fc_encap_psp_ops.open(p.b, &f), 0);
+			assert_int_equal(f.len, len);
+			assert_memory_equal(f.buf, want, len);
+			assert_int_equal(f.meta.tx_ns, clk);
+			/* and a libsodium frame with one ICV bit off is refused */
+			ref[flen - 1] ^= 0x80;
+			assert_int_equal(open_copy(p.b, ref, flen), -EBADMSG);
+		}
+	}
+	assert_int_equal(fc_encap_psp_counters(p.b)->rx_opened, 12);
+	assert_int_equal(fc_encap_psp_counters(p.b)->rx_auth_fail, 12);
+	pair_fini(&p);
+}
+
 /* Spec 9.2.2.2: accept when (remote time - margin) < IV modulo 2^64; advance on newer. */
 static void test_replay_check(void **state)
 {
@@ -755,6 +842,7 @@ int main(void)
 		PER_CIPHER(test_random_frames_refused),
 		PER_CIPHER(test_seal_errors),
 		cmocka_unit_test(test_keys_differ_per_cipher),
+		cmocka_unit_test(test_aes_gcm_matches_libsodium),
 		cmocka_unit_test(test_replay_check),
 	};
 
