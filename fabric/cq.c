@@ -259,31 +259,12 @@ static int cq_control(struct fid *fid, int command, void *arg)
 	return 0;
 }
 
-static int fid_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	(void)fid;
-	(void)bfid;
-	(void)flags;
-	return -FI_ENOSYS;
-}
-
-static int fid_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags, void **ops,
-			      void *context)
-{
-	(void)fid;
-	(void)name;
-	(void)flags;
-	(void)ops;
-	(void)context;
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops cq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = cq_close,
-	.bind = fid_bind_nosys,
+	.bind = ffi_bind_nosys,
 	.control = cq_control,
-	.ops_open = fid_ops_open_nosys,
+	.ops_open = ffi_ops_open_nosys,
 };
 
 static struct fi_ops_cq cq_ops = {

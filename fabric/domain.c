@@ -75,39 +75,12 @@ static int mr_close(struct fid *fid)
 	return 0;
 }
 
-static int fid_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	(void)fid;
-	(void)bfid;
-	(void)flags;
-	return -FI_ENOSYS;
-}
-
-static int fid_control_nosys(struct fid *fid, int command, void *arg)
-{
-	(void)fid;
-	(void)command;
-	(void)arg;
-	return -FI_ENOSYS;
-}
-
-static int fid_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags, void **ops,
-			      void *context)
-{
-	(void)fid;
-	(void)name;
-	(void)flags;
-	(void)ops;
-	(void)context;
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
-	.bind = fid_bind_nosys,
-	.control = fid_control_nosys,
-	.ops_open = fid_ops_open_nosys,
+	.bind = ffi_bind_nosys,
+	.control = ffi_control_nosys,
+	.ops_open = ffi_ops_open_nosys,
 };
 
 static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
@@ -348,9 +321,9 @@ static int av_close(struct fid *fid)
 static struct fi_ops av_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = av_close,
-	.bind = fid_bind_nosys,
-	.control = fid_control_nosys,
-	.ops_open = fid_ops_open_nosys,
+	.bind = ffi_bind_nosys,
+	.control = ffi_control_nosys,
+	.ops_open = ffi_ops_open_nosys,
 };
 
 static struct fi_ops_av av_ops = {
@@ -504,9 +477,9 @@ static int domain_endpoint2(struct fid_domain *domain, struct fi_info *info, str
 static struct fi_ops domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = domain_close,
-	.bind = fid_bind_nosys,
-	.control = fid_control_nosys,
-	.ops_open = fid_ops_open_nosys,
+	.bind = ffi_bind_nosys,
+	.control = ffi_control_nosys,
+	.ops_open = ffi_ops_open_nosys,
 };
 
 static struct fi_ops_domain domain_ops = {

@@ -422,6 +422,11 @@ struct ffi_ep {
 /* ---- functions shared between the files ---- */
 
 /* prov.c */
+/* The answer of every fid operation falcon does not offer: -FI_ENOSYS. */
+int ffi_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags);
+int ffi_control_nosys(struct fid *fid, int command, void *arg);
+int ffi_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		       void *context);
 int ffi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
 int ffi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
 		void *context);

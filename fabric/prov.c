@@ -419,7 +419,7 @@ static int eq_control(struct fid *fid, int command, void *arg)
 	return 0;
 }
 
-static int fid_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags)
+int ffi_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	(void)fid;
 	(void)bfid;
@@ -427,7 +427,15 @@ static int fid_bind_nosys(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return -FI_ENOSYS;
 }
 
-static int fid_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags, void **ops,
+int ffi_control_nosys(struct fid *fid, int command, void *arg)
+{
+	(void)fid;
+	(void)command;
+	(void)arg;
+	return -FI_ENOSYS;
+}
+
+int ffi_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags, void **ops,
 			      void *context)
 {
 	(void)fid;
@@ -441,9 +449,9 @@ static int fid_ops_open_nosys(struct fid *fid, const char *name, uint64_t flags,
 static struct fi_ops eq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = eq_close,
-	.bind = fid_bind_nosys,
+	.bind = ffi_bind_nosys,
 	.control = eq_control,
-	.ops_open = fid_ops_open_nosys,
+	.ops_open = ffi_ops_open_nosys,
 };
 
 static struct fi_ops_eq eq_ops = {
@@ -534,9 +542,9 @@ static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info, struc
 static struct fi_ops fabric_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = fabric_close,
-	.bind = fid_bind_nosys,
+	.bind = ffi_bind_nosys,
 	.control = NULL,
-	.ops_open = fid_ops_open_nosys,
+	.ops_open = ffi_ops_open_nosys,
 };
 
 static struct fi_ops_fabric fabric_ops = {
