@@ -21,7 +21,7 @@
  *       FC_XDP_CONN_WINDOW (security none, PSP version NULL): ACK/EACK/NACK with a base
  *         below our transmit base dropped (9.2.3), others steered; Push Data, Pull
  *         Request, Pull Data run fc_win_xdp_mark (9.2.2.4, window.h's XDP contract):
- *         new, or received but not taken by the engine for over a millisecond ->
+ *         new, or received but not taken by the engine for over 8 ms ->
  *         redirected flagged MARKED; duplicate of a packet the engine has or of one
  *         marked just now, or old -> answered with a BACK built in place (XDP_TX);
  *         out of window -> dropped, OWN and AR-pending set for the daemon's next EACK;

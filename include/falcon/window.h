@@ -50,11 +50,13 @@
 #define FC_SLOT_TS_SHIFT 8
 #define FC_SLOT_TS_MASK 0xFFFFFFu /* mark time, 131.072 ns units (ns >> 17), mod 2^24 */
 /* A copy of a packet XDP marked less than this long ago that the engine has not taken
- * yet is a duplicate travelling with the original (a switch or router duplicated it):
- * answered by XDP. An older one may be the sender's retransmission of a copy lost between
- * XDP and the daemon: passed on. 8 units = 1.05 ms, below falcond's smallest RTO (2 ms),
- * so a timeout retransmission always passes. */
-#define FC_WIN_XDP_YOUNG_TS 8u
+ * yet is a duplicate travelling with the original (a switch or router duplicated it; the
+ * original waits in the AF_XDP ring for a daemon that may be descheduled for a few
+ * milliseconds on a busy host): answered by XDP. An older one may be the sender's
+ * retransmission of a copy lost between XDP and the daemon (a full ring, rare): passed
+ * on. 64 units = 8.4 ms: a lost copy is replaced by the first timeout retransmission
+ * sent that long after it (falcond's RTO is at least 2 ms and doubles per retry). */
+#define FC_WIN_XDP_YOUNG_TS 64u
 
 /* Atomics usable from both worlds. BPF has no acquire/release loads; on every JIT the
  * kernel ships, a volatile 32-bit load is single-copy atomic and the slot CAS below is a
