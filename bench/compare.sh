@@ -12,9 +12,10 @@
 #                8 B and 64 KiB ping-pong
 #   falcon       falcon-perf through two falcond, --io udp and --io xdp (when this falcond
 #                has it), --security none and psp: 8 B WRITE ping-pong, 64 KiB WRITEs at
-#                depth 64. The xdp rows run the pair at MTU 3000 and falcond at --mtu 2048
-#                (a single-buffer XDP program attaches to a veth only while its peer's MTU
-#                is below about 3500 bytes), and say so; a falcond that falls back to udp
+#                depth 64. The xdp rows run the pair at MTU 3500 and falcond at the largest
+#                RDMA MTU one 4 KiB AF_XDP frame holds (a single-buffer XDP program attaches
+#                to a veth only while its peer's MTU is at most about 3500 bytes), and say
+#                so; a falcond that falls back to udp
 #                gives "n/a (falcond fell back to udp ...)", never udp's figures.
 #
 # Units made comparable: every latency is HALF the round trip (sockperf reports RTT/2
@@ -172,13 +173,13 @@ for io in udp xdp; do
 			continue
 		fi
 		# a single-buffer XDP program attaches to a veth only while its peer's MTU is
-		# below about 3500 bytes: the xdp rows run the pair at MTU 3000, --mtu 2048
-		fmtu=8192 how=
+		# at most about 3500 bytes: the xdp rows run the pair at MTU 3500 and falcond picks
+		# the RDMA MTU an AF_XDP frame holds
+		args="--mtu 8192" how=
 		if [ $io = xdp ]; then
-			fmtu=2048 how="; veth MTU 3000, --mtu 2048"
-			setmtu 3000
+			args= how="; veth MTU 3500, RDMA MTU the largest one AF_XDP frame holds"
+			setmtu 3500
 		fi
-		args="--mtu $fmtu"
 		[ $has_io = 1 ] && args="$args --io $io"
 		[ $sec = none ] && args="$args --security none"
 		if ! td_start "$args" "$args"; then
