@@ -850,7 +850,8 @@ struct fc_io_xdp *fc_io_xdp_open(const struct fc_io_xdp_cfg *cfg)
 		.frame_size = FC_IO_XDP_FRAME_BYTES, .frame_headroom = 0,
 	};
 	_Static_assert(BATCH <= FC_IO_XDP_RING && FC_IO_XDP_RING % BATCH == 0, "ring batches");
-	unsigned nq, max = cfg && cfg->queues_max ? cfg->queues_max : FC_XDP_QUEUES_MAX;
+	unsigned nq, max = cfg && cfg->queues_max && cfg->queues_max < FC_XDP_QUEUES_MAX ?
+				   cfg->queues_max : FC_XDP_QUEUES_MAX; /* io->q[] */
 	struct fc_io_xdp *io;
 	uint64_t txbase;
 	int rc;

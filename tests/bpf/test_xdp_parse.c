@@ -28,6 +28,7 @@
 #include "falcon/xdp_stats.h"
 #include "falcon_xdp.skel.h"
 #include "pktbuild.h"
+#include "xdp_counters.h"
 
 #define OTHER_PORT 4791u
 
@@ -77,28 +78,9 @@ static struct falcon_xdp *skel_of(void **state)
 	return *state;
 }
 
-/* Every counter, summed over the possible CPUs. */
 static void read_counters(struct falcon_xdp *skel, uint64_t out[FC_XDP_CNT_MAX])
 {
-	int fd = bpf_map__fd(skel->maps.falcon_counters);
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *vals;
-	uint32_t k;
-	int c;
-
-	assert_true(ncpu > 0);
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	assert_non_null(vals);
-	for (k = 0; k < FC_XDP_CNT_MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, vals)) {
-			free(vals);
-			fail_msg("lookup of counter %u: %s", k, strerror(errno));
-		}
-		out[k] = 0;
-		for (c = 0; c < ncpu; c++)
-			out[k] += vals[c];
-	}
-	free(vals);
+	xdp_counters_read(bpf_map__fd(skel->maps.falcon_counters), out);
 }
 
 /* Run frame (len bytes) once and check: verdict, output == input, each counter in
@@ -127,13 +109,7 @@ static void run_frame(struct falcon_xdp *skel, const uint8_t *frame, size_t len,
 	if (opts.data_size_out != len || memcmp(frame, out, len) != 0)
 		fail_msg("%s: packet modified (%u bytes out, %zu in)", what, opts.data_size_out,
 			 len);
-	for (i = 0; i < FC_XDP_CNT_MAX; i++) {
-		if (after[i] - before[i] != want[i])
-			fail_msg("%s: counter %s moved by %llu, want %llu", what,
-				 fc_xdp_cnt_name((unsigned)i),
-				 (unsigned long long)(after[i] - before[i]),
-				 (unsigned long long)want[i]);
-	}
+	xdp_counters_check(before, after, want, what);
 }
 
 static void run_pkt(struct falcon_xdp *skel, const struct pkt *p, int verdict, const uint32_t *inc,
@@ -808,6 +784,8 @@ static void test_counter_names(void **state)
 	}
 	assert_null(fc_xdp_cnt_name(FC_XDP_CNT_MAX));
 	assert_string_equal(fc_xdp_cnt_name(FC_XDP_CNT_PKT_TYPE_0 + 9), "pkt_back");
+	assert_string_equal(fc_xdp_cnt_name(FC_XDP_CNT_DUP_ACKED), "dup_acked");
+	assert_string_equal(fc_xdp_cnt_name(FC_XDP_CNT_REJECT_OOW), "reject_oow");
 	assert_int_equal(FC_XDP_CNT_PKT_TYPE_LAST - FC_XDP_CNT_PKT_TYPE_0, 15);
 }
 

@@ -27,6 +27,15 @@ e2e_check() {
 e2e_ok() { E2E_PASS=$((E2E_PASS + 1)); echo "-- $1: ok"; }
 e2e_fail() { E2E_FAIL=$((E2E_FAIL + 1)); echo "!! FAILED: $1"; }
 
+# Without root: say what is skipped and why, count nothing, exit 0 (make test as root runs it).
+#   e2e_need_root "network namespaces and XDP"
+e2e_need_root() {
+	[ "$(id -u)" = 0 ] && return 0
+	echo "$E2E_NAME: SKIPPED: needs root for $1 (run make test as root)"
+	echo "$E2E_NAME: 0 passed, 0 failed"
+	exit 0
+}
+
 e2e_done() {
 	echo "$E2E_NAME: $E2E_PASS passed, $E2E_FAIL failed"
 	[ "$E2E_FAIL" -eq 0 ]

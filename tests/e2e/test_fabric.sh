@@ -20,11 +20,7 @@ cd "$(dirname "$0")/../.."
 e2e_init e2e-fabric
 ITERS=${FABRIC_PP_ITERS:-1000}
 
-if [ "$(id -u)" != 0 ]; then
-	echo "e2e-fabric: SKIPPED: needs root for network namespaces (run make test as root)"
-	echo "e2e-fabric: 0 passed, 0 failed"
-	exit 0
-fi
+e2e_need_root "network namespaces"
 for t in fi_info fi_pingpong; do
 	command -v $t >/dev/null || { e2e_fail "$t is not installed (make deps: libfabric-bin)"; e2e_done; exit 1; }
 done

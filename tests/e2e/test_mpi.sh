@@ -26,11 +26,7 @@ cd "$(dirname "$0")/../.."
 e2e_init e2e-mpi
 ITERS=${MPI_PP_ITERS:-1000}
 
-if [ "$(id -u)" != 0 ]; then
-	echo "e2e-mpi: SKIPPED: needs root for network namespaces (run make test as root)"
-	echo "e2e-mpi: 0 passed, 0 failed"
-	exit 0
-fi
+e2e_need_root "network namespaces"
 for t in mpirun fi_info; do
 	command -v $t >/dev/null || { e2e_fail "$t is not installed (make deps: openmpi-bin, libfabric-bin)"; e2e_done; exit 1; }
 done

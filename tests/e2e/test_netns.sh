@@ -11,11 +11,7 @@ cd "$(dirname "$0")/../.."
 e2e_init e2e-netns
 CHAOS_MIB=${E2E_CHAOS_MIB:-64}
 
-if [ "$(id -u)" != 0 ]; then
-	echo "e2e-netns: SKIPPED: needs root for network namespaces (run make test as root)"
-	echo "e2e-netns: 0 passed, 0 failed"
-	exit 0
-fi
+e2e_need_root "network namespaces"
 
 . scripts/netns-pair.sh
 . scripts/two-daemons.sh

@@ -27,11 +27,7 @@ DROP_N=${E2E_ROUTER_DROP_N:-10}
 SEED=${E2E_ROUTER_SEED:-4242}
 RCTL=$BUILD/tests/e2e/router_ctl
 
-if [ "$(id -u)" != 0 ]; then
-	echo "e2e-router: SKIPPED: needs root for network namespaces and XDP (run make test as root)"
-	echo "e2e-router: 0 passed, 0 failed"
-	exit 0
-fi
+e2e_need_root "network namespaces and XDP"
 
 . scripts/netns-router.sh
 . scripts/two-daemons.sh

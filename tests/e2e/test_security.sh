@@ -31,11 +31,7 @@ MARGIN_US=500000 # B's replay window, long enough that "right away" is inside it
 CANARY="FALCON-CANARY:plaintext-pattern/" # e2e_client.c CANARY_TEXT
 MEM_GROWTH_MAX_KB=512
 
-if [ "$(id -u)" != 0 ]; then
-	echo "e2e-security: SKIPPED: needs root for network namespaces and raw sockets (run make test as root)"
-	echo "e2e-security: 0 passed, 0 failed"
-	exit 0
-fi
+e2e_need_root "network namespaces and raw sockets"
 
 . scripts/netns-pair.sh
 . scripts/two-daemons.sh

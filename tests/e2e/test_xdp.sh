@@ -19,11 +19,7 @@ cd "$(dirname "$0")/../.."
 . tests/e2e/lib.sh
 e2e_init e2e-xdp
 
-if [ "$(id -u)" != 0 ]; then
-	echo "e2e-xdp: SKIPPED: needs root for network namespaces and XDP (run make test as root)"
-	echo "e2e-xdp: 0 passed, 0 failed"
-	exit 0
-fi
+e2e_need_root "network namespaces and XDP"
 
 NP_PREFIX=fxi
 NP_MTU=3500

@@ -39,6 +39,7 @@
 #include <bpf/libbpf.h>
 
 #include "io_xdp.h"
+#include "testutil.h"
 #include "xsk_meta_test.skel.h"
 
 static int passed, failed;
@@ -369,14 +370,6 @@ static int ns_enter(const char *ns)
 	return rc;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static struct {
 	unsigned n;
 	struct fc_frame f[8];
@@ -456,12 +449,12 @@ static void test_afxdp(void)
 	/* transmit: a's kernel knows no neighbour yet, so the first frame goes through the
 	 * UDP socket (and makes the kernel resolve b); later ones through the AF_XDP ring */
 	CHECK(fc_io_udp_peer_addr((struct sockaddr *)&lb, sizeof(lb), &pb) == 0);
-	t0 = mono_ns();
+	t0 = fc_test_now_ns();
 	ok = 0;
 	{
 		unsigned bad = 0, sent = 0, recvd = 0;
 
-		for (unsigned k = 0; k < 200 && mono_ns() - t0 < 2000000000ull && !ok; k++) {
+		for (unsigned k = 0; k < 200 && fc_test_now_ns() - t0 < 2000000000ull && !ok; k++) {
 			struct fc_frame f;
 			uint8_t rb[64];
 			struct pollfd p = { .fd = sb, .events = POLLIN };
@@ -507,12 +500,12 @@ static void test_afxdp(void)
 		CHECK(sendto(sb, msg, strlen(msg), 0, (struct sockaddr *)&la, sizeof(la)) ==
 		      (ssize_t)strlen(msg));
 	}
-	t0 = mono_ns();
-	while (got.n < 3 && mono_ns() - t0 < 2000000000ull) {
+	t0 = fc_test_now_ns();
+	while (got.n < 3 && fc_test_now_ns() - t0 < 2000000000ull) {
 		struct pollfd p = { .fd = fc_io_xdp_fd(io), .events = POLLIN };
 
 		if (poll(&p, 1, 50) == 1)
-			CHECK(fc_io_xdp_rx(io, NULL, mono_ns(), 64) >= 0);
+			CHECK(fc_io_xdp_rx(io, NULL, fc_test_now_ns(), 64) >= 0);
 	}
 	CHECK(got.n == 3);
 	CHECK(fc_io_xdp_stats(io)->rx_frames == 3 && fc_io_xdp_stats(io)->rx_udp == 0);
@@ -536,7 +529,7 @@ static void test_afxdp(void)
 		other.sin_port = htons(7999);
 		CHECK(sendto(sb, "x", 1, 0, (struct sockaddr *)&other, sizeof(other)) == 1);
 		usleep(50000);
-		CHECK(fc_io_xdp_rx(io, NULL, mono_ns(), 64) == 0 && got.n == 3);
+		CHECK(fc_io_xdp_rx(io, NULL, fc_test_now_ns(), 64) == 0 && got.n == 3);
 	}
 out:
 	fc_io_xdp_close(io);
