@@ -30,7 +30,28 @@
  *                                             exists (at most SEC s, default 120); then
  *                                             the guard buffer must still be all zero:
  *                                             a replayed canary WRITE taken would show
- * E2E_CONNECT_MS bounds the connect (default WAIT_MS).
+ *   e2e_client overload SOCK_A SOCK_B CM_B SEC
+ *                                             for SEC seconds, rounds of 4 WRITEs (1 B ..
+ *                                             64 KiB, checked in B's memory), 4 READs back
+ *                                             (checked), a FetchAdd and a CmpSwap that
+ *                                             hits and one that misses (results and B's
+ *                                             word checked); ends with one summary line
+ *                                             "overload: ..." (tests/e2e/test_overload.sh)
+ *   e2e_client stall SOCK_A SOCK_B CM_B SEC ok|retry
+ *                                             16 receives posted at B, then the overload
+ *                                             rounds for SEC s while the test stops B's
+ *                                             falcond; ok: no error on either side, the
+ *                                             stop seen as a gap; retry: A's QP fails
+ *                                             RETRY_EXC_ERR, B's receives complete
+ *                                             WR_FLUSH_ERR and B's QP is in ERR; one line
+ *                                             "stall: ..." (tests/e2e/test_stall.sh)
+ *   e2e_client rnr SOCK_A SOCK_B CM_B DELAY_S a SEND whose receive is posted DELAY_S s
+ *                                             later completes SUCCESS with rnr_retry 7; one
+ *                                             with rnr_retry 1 and the shortest RNR timer
+ *                                             completes RNR_RETRY_EXC_ERR
+ * E2E_CONNECT_MS bounds the connect (default WAIT_MS). The QPs' attributes: E2E_QP_TIMEOUT
+ * and E2E_QP_RETRY_CNT (with a library that has FALCON_QP_TIMEOUT_SET), E2E_RNR_RETRY,
+ * E2E_MIN_RNR_TIMER; unset, the library's defaults.
  *
  * Exit status 0 only when every check passed. Every wait is bounded (WAIT_MS).
  */
@@ -119,13 +140,37 @@ static void side_open(struct side *s, const char *sock)
 }
 
 static uint32_t err_mode = FALCON_ERR_VERBS;
+/* attributes of the QPs connected from here on, both sides (< 0: the library's default) */
+static int qp_timeout = -1, qp_retry_cnt = -1, qp_rnr_retry = -1, qp_min_rnr_timer = -1;
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? atoi(v) : dflt;
+}
 
 static struct falcon_qp_init_attr attr_of(struct side *s)
 {
-	return (struct falcon_qp_init_attr){ .size = sizeof(struct falcon_qp_init_attr),
-					     .send_cq = s->cq, .recv_cq = s->cq,
-					     .max_send_wr = 1024, .max_recv_wr = 1024,
-					     .err_mode = err_mode, .srq = s->srq };
+	struct falcon_qp_init_attr a = { .size = sizeof(struct falcon_qp_init_attr),
+					 .send_cq = s->cq, .recv_cq = s->cq,
+					 .max_send_wr = 1024, .max_recv_wr = 1024,
+					 .err_mode = err_mode, .srq = s->srq };
+
+	if (qp_rnr_retry >= 0) {
+		a.rnr_retry = (uint8_t)qp_rnr_retry;
+		a.flags |= FALCON_QP_RNR_RETRY_SET;
+	}
+	if (qp_min_rnr_timer >= 0)
+		a.min_rnr_timer = (uint8_t)qp_min_rnr_timer;
+#ifdef FALCON_QP_TIMEOUT_SET
+	if (qp_timeout >= 0 || qp_retry_cnt >= 0) {
+		a.timeout = (uint8_t)(qp_timeout >= 0 ? qp_timeout : 14);
+		a.retry_cnt = (uint8_t)(qp_retry_cnt >= 0 ? qp_retry_cnt : 7);
+		a.flags |= FALCON_QP_TIMEOUT_SET;
+	}
+#endif
+	return a;
 }
 
 static void *acceptor(void *arg)
@@ -712,13 +757,381 @@ static void canary(struct side *a, struct side *b, const char *stop, double max_
 	free(zero);
 }
 
+/* ---- overload, stall: every operation checked; errors counted and reported, not fatal ---- */
+
+#define OV_SLOTS 4u
+#define OV_SLOT_BYTES (64u << 10)
+#define OV_WORD_OFF (OV_SLOTS * OV_SLOT_BYTES) /* B's atomic word; A's results there too */
+#define OV_RECV_OFF (2u << 20)                 /* B's receive buffers (stall) */
+#define OV_FLUSH_MS 15000                      /* bound on B's flush after A's error */
+
+struct ov {
+	uint64_t writes, reads, fadd, cswap, bytes, run_ns;
+	unsigned verify_fail;
+	int err;                /* 1: a completion in error, 2: none within WAIT_MS, 3: post */
+	uint32_t err_status, vendor_err;   /* of the first completion in error */
+	uint64_t err_ns, err_gap_ns;       /* when, and how long after the one before */
+	uint64_t last_ns, max_gap_ns;      /* the longest time without a completion */
+	uint64_t word;                     /* what B's atomic word must hold */
+};
+
+#define OV_CHECK(o, cond, ...) do { \
+	if (!(cond)) { \
+		(o)->verify_fail++; \
+		CHECK(0, __VA_ARGS__); \
+	} \
+} while (0)
+
+static const char *ov_status(const struct ov *o)
+{
+	static const char *what[] = { "SUCCESS", NULL, "NO_COMPLETION", "POST_FAILED" };
+
+	return o->err == 1 ? falcon_wc_status_str(o->err_status) : what[o->err];
+}
+
+static void ov_error(struct ov *o, int err, uint64_t t)
+{
+	if (o->err)
+		return;
+	o->err = err;
+	o->err_ns = t;
+	o->err_gap_ns = t - o->last_ns;
+}
+
+/* Wait for n completions on s, each wait bounded by WAIT_MS: 0 when all were SUCCESS and
+ * each wr_id came once, else -1 with the first error kept in o. */
+static int ov_reap(struct side *s, unsigned n, struct ov *o)
+{
+	struct falcon_wc wc[16];
+
+	while (n) {
+		int k = falcon_wait_cq(s->cq, n < 16 ? (int)n : 16, wc, WAIT_MS);
+		uint64_t t = now_ns();
+
+		if (k <= 0) {
+			ov_error(o, 2, t);
+			fprintf(stderr, "e2e: %u completions missing after %d ms: %s\n", n, WAIT_MS,
+				k < 0 ? falcon_strerror(k) : "nothing completed");
+			return -1;
+		}
+		for (int i = 0; i < k; i++) {
+			if (wc[i].status != FALCON_WC_SUCCESS && !o->err) {
+				ov_error(o, 1, t);
+				o->err_status = wc[i].status;
+				o->vendor_err = wc[i].vendor_err;
+			}
+			OV_CHECK(o, wc[i].wr_id < MAX_WR && !s->seen[wc[i].wr_id]++,
+				 "wr %" PRIu64 " completed twice or unknown", wc[i].wr_id);
+		}
+		if (t - o->last_ns > o->max_gap_ns)
+			o->max_gap_ns = t - o->last_ns;
+		o->last_ns = t;
+		n -= (unsigned)k;
+	}
+	return o->err ? -1 : 0;
+}
+
+static int ov_post(struct side *a, struct falcon_send_wr *wr, struct ov *o)
+{
+	struct falcon_send_wr *bad;
+	int rc = falcon_post_send(a->qp, wr, &bad);
+
+	if (rc) {
+		ov_error(o, 3, now_ns());
+		fprintf(stderr, "e2e: post_send: %s\n", falcon_strerror(rc));
+	}
+	return rc;
+}
+
+/* WRITE or READ of len bytes between A's and B's buffers at off. */
+static int ov_rdma(struct side *a, struct side *b, uint32_t op, uint32_t off, uint32_t len,
+		   uint64_t wr_id, struct ov *o)
+{
+	struct falcon_sge sge = { (uint64_t)(uintptr_t)(a->buf + off), len, a->mr->lkey };
+	struct falcon_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				     .remote_addr = (uint64_t)(uintptr_t)(b->buf + off),
+				     .rkey = b->mr->rkey };
+
+	return ov_post(a, &wr, o);
+}
+
+/* One atomic on B's word, completed: 0 and what it returned in *old, or -1. */
+static int ov_atomic(struct side *a, struct side *b, uint32_t op, uint64_t x, uint64_t y,
+		     uint64_t *old, struct ov *o)
+{
+	struct falcon_sge sge = { (uint64_t)(uintptr_t)(a->buf + OV_WORD_OFF), 8, a->mr->lkey };
+	struct falcon_send_wr wr = { .wr_id = 20, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				     .remote_addr = (uint64_t)(uintptr_t)(b->buf + OV_WORD_OFF),
+				     .rkey = b->mr->rkey, .compare_add = x, .swap = y };
+
+	memset(a->seen, 0, sizeof(a->seen));
+	if (ov_post(a, &wr, o) || ov_reap(a, 1, o))
+		return -1;
+	memcpy(old, a->buf + OV_WORD_OFF, 8);
+	return 0;
+}
+
+static uint64_t b_word(const struct side *b)
+{
+	return *(const volatile uint64_t *)(const void *)(b->buf + OV_WORD_OFF);
+}
+
+/* FetchAdd, CmpSwap that hits, CmpSwap that misses: each result and B's word checked. */
+static int ov_atomics(struct side *a, struct side *b, struct ov *o)
+{
+	uint64_t x = rnd(), y = rnd(), got;
+
+	if (ov_atomic(a, b, FALCON_WR_ATOMIC_FETCH_AND_ADD, x, 0, &got, o))
+		return -1;
+	OV_CHECK(o, got == o->word && b_word(b) == o->word + x,
+		 "FetchAdd returned %#" PRIx64 " (held %#" PRIx64 "), now %#" PRIx64, got, o->word,
+		 b_word(b));
+	o->word = b_word(b);
+	o->fadd++;
+	if (ov_atomic(a, b, FALCON_WR_ATOMIC_CMP_AND_SWP, o->word, y, &got, o))
+		return -1;
+	OV_CHECK(o, got == o->word && b_word(b) == y, "CmpSwap (hit) returned %#" PRIx64
+		 " (held %#" PRIx64 "), now %#" PRIx64, got, o->word, b_word(b));
+	o->word = b_word(b);
+	if (ov_atomic(a, b, FALCON_WR_ATOMIC_CMP_AND_SWP, o->word ^ 1, x, &got, o))
+		return -1;
+	OV_CHECK(o, got == o->word && b_word(b) == o->word, "CmpSwap (miss) returned %#" PRIx64
+		 " (held %#" PRIx64 "), now %#" PRIx64, got, o->word, b_word(b));
+	o->word = b_word(b);
+	o->cswap += 2;
+	return 0;
+}
+
+/* OV_SLOTS WRITEs of random sizes checked in B's memory, READs back over the zeroed
+ * source checked, then the atomics. 0, or -1 when a WR failed. */
+static int ov_round(struct side *a, struct side *b, struct ov *o)
+{
+	uint32_t len[OV_SLOTS];
+	uint64_t want[OV_SLOTS];
+
+	memset(a->seen, 0, sizeof(a->seen));
+	for (unsigned i = 0; i < OV_SLOTS; i++) {
+		len[i] = 1 + (uint32_t)(rnd() % OV_SLOT_BYTES);
+		fill(a->buf + i * OV_SLOT_BYTES, len[i]);
+		want[i] = fnv(a->buf + i * OV_SLOT_BYTES, len[i]);
+		if (ov_rdma(a, b, FALCON_WR_RDMA_WRITE, i * OV_SLOT_BYTES, len[i], i, o))
+			return -1;
+	}
+	if (ov_reap(a, OV_SLOTS, o))
+		return -1;
+	for (unsigned i = 0; i < OV_SLOTS; i++) {
+		OV_CHECK(o, fnv(b->buf + i * OV_SLOT_BYTES, len[i]) == want[i],
+			 "WRITE of %u B: B's memory differs", len[i]);
+		memset(a->buf + i * OV_SLOT_BYTES, 0, len[i]);
+		if (ov_rdma(a, b, FALCON_WR_RDMA_READ, i * OV_SLOT_BYTES, len[i], 10 + i, o))
+			return -1;
+	}
+	if (ov_reap(a, OV_SLOTS, o))
+		return -1;
+	for (unsigned i = 0; i < OV_SLOTS; i++) {
+		OV_CHECK(o, fnv(a->buf + i * OV_SLOT_BYTES, len[i]) == want[i],
+			 "READ of %u B: data differ", len[i]);
+		o->bytes += 2ull * len[i];
+	}
+	o->writes += OV_SLOTS;
+	o->reads += OV_SLOTS;
+	return ov_atomics(a, b, o);
+}
+
+static void ov_run(struct side *a, struct side *b, double seconds, struct ov *o)
+{
+	uint64_t t0 = now_ns();
+
+	o->last_ns = t0;
+	o->word = b_word(b);
+	while ((double)(now_ns() - t0) / 1e9 < seconds && !o->err && !o->verify_fail)
+		if (ov_round(a, b, o))
+			break;
+	o->run_ns = now_ns() - t0;
+}
+
+static void ov_print(const char *mode, const struct falcon_qp *qp, const struct ov *o)
+{
+	printf("%s: pid=%d qp=%u s=%.1f writes=%" PRIu64 " reads=%" PRIu64 " fadd=%" PRIu64
+	       " cswap=%" PRIu64 " ops=%" PRIu64 " mib=%.1f verify_fail=%u qp_err=%d status=%s"
+	       " vendor_err=%#x max_gap_ms=%" PRIu64 "\n", mode, (int)getpid(), qp->qp_num,
+	       (double)o->run_ns / 1e9, o->writes, o->reads, o->fadd, o->cswap,
+	       o->writes + o->reads + o->fadd + o->cswap, (double)o->bytes / 1048576,
+	       o->verify_fail, !!o->err, ov_status(o), o->vendor_err, o->max_gap_ns / 1000000);
+	fflush(stdout);
+}
+
+static void overload(struct side *a, struct side *b, double seconds)
+{
+	struct ov o = { 0 };
+
+	ov_run(a, b, seconds, &o);
+	if (o.err)
+		failures++;
+	ov_print("overload", a->qp, &o);
+}
+
+/* The QP's timeout attributes as the daemon holds them: what this program set. */
+static void check_attrs(struct side *s, const char *who)
+{
+#ifdef FALCON_QP_TIMEOUT_SET
+	struct falcon_qp_attr at = { .size = sizeof(at) };
+	int rc = falcon_query_qp_attr(s->qp, &at);
+
+	CHECK(rc == 0, "%s: query_qp_attr: %s", who, falcon_strerror(rc));
+	CHECK(qp_timeout < 0 || at.timeout == qp_timeout, "%s: timeout %u, set %d", who,
+	      at.timeout, qp_timeout);
+	CHECK(qp_retry_cnt < 0 || at.retry_cnt == qp_retry_cnt, "%s: retry_cnt %u, set %d", who,
+	      at.retry_cnt, qp_retry_cnt);
+	printf("%s QP %u: timeout %u retry_cnt %u rnr_retry %u min_rnr_timer %u\n", who,
+	       s->qp->qp_num, at.timeout, at.retry_cnt, at.rnr_retry, at.min_rnr_timer);
+#else
+	printf("%s QP %u: this libfalcon-client has no QP timeout attributes "
+	       "(FALCON_QP_TIMEOUT_SET): its defaults\n", who, s->qp->qp_num);
+#endif
+}
+
+#define STALL_RECVS 16u
+
+/* retry: B's receives complete WR_FLUSH_ERR and B's QP is in ERR, within OV_FLUSH_MS */
+static void stall_flushed(struct side *b)
+{
+	struct falcon_wc wc[STALL_RECVS];
+	unsigned flushed = 0, other = 0;
+	uint64_t t0 = now_ns();
+	int st = -1;
+
+	while (flushed + other < STALL_RECVS && now_ns() - t0 < OV_FLUSH_MS * 1000000ull) {
+		int k = falcon_wait_cq(b->cq, STALL_RECVS, wc, 200);
+
+		for (int i = 0; i < k; i++) {
+			flushed += wc[i].status == FALCON_WC_WR_FLUSH_ERR;
+			other += wc[i].status != FALCON_WC_WR_FLUSH_ERR;
+		}
+	}
+	while (now_ns() - t0 < OV_FLUSH_MS * 1000000ull &&
+	       (st = falcon_query_qp(b->qp, NULL)) != FALCON_QPS_ERR)
+		usleep(50000);
+	CHECK(flushed == STALL_RECVS && !other, "B: %u of %u receives completed WR_FLUSH_ERR, "
+	      "%u otherwise", flushed, STALL_RECVS, other);
+	CHECK(st == FALCON_QPS_ERR, "B's QP in state %d, not ERR", st);
+	printf("stall: B flushed %u/%u receives (%u otherwise), B's QP state %d, %.1f s after "
+	       "A's error\n", flushed, STALL_RECVS, other, st, (double)(now_ns() - t0) / 1e9);
+}
+
+/* The test stops B's falcond meanwhile; expect_retry: A's QP must fail RETRY_EXC_ERR and
+ * B's side be flushed; else nothing may fail and both QPs stay in RTS. */
+static void stall(struct side *a, struct side *b, double seconds, int expect_retry)
+{
+	struct ov o = { 0 };
+	struct falcon_wc wc;
+
+	check_attrs(a, "A");
+	check_attrs(b, "B");
+	for (unsigned i = 0; i < STALL_RECVS; i++)
+		post_recv(b, 200 + i, b->buf + OV_RECV_OFF + i * 4096, 4096, b->mr->lkey);
+	printf("running: %u receives posted at B\n", STALL_RECVS);
+	fflush(stdout);
+	ov_run(a, b, seconds, &o);
+	if (o.err) {
+		printf("stall: A's QP failed: %s (vendor_err %#x), %.2f s after the completion "
+		       "before\n", ov_status(&o), o.vendor_err, (double)o.err_gap_ns / 1e9);
+		fflush(stdout);
+	}
+	if (expect_retry) {
+		CHECK(o.err == 1 && o.err_status == FALCON_WC_RETRY_EXC_ERR,
+		      "A: expected RETRY_EXC_ERR, got %s", ov_status(&o));
+		CHECK(falcon_query_qp(a->qp, NULL) == FALCON_QPS_ERR, "A's QP is not in ERR");
+		stall_flushed(b);
+	} else {
+		CHECK(!o.err, "A: %s (vendor_err %#x)", ov_status(&o), o.vendor_err);
+		CHECK(falcon_wait_cq(b->cq, 1, &wc, 100) == 0, "B: a receive completed (%s)",
+		      falcon_wc_status_str(wc.status));
+		CHECK(falcon_query_qp(a->qp, NULL) == FALCON_QPS_RTS &&
+		      falcon_query_qp(b->qp, NULL) == FALCON_QPS_RTS, "a QP left RTS");
+	}
+	ov_print("stall", a->qp, &o);
+}
+
+/* ---- RNR: a receive posted late, and an RNR retry count that runs out ---- */
+
+#define RNR_EXC_MS 10000 /* bound on RNR_RETRY_EXC_ERR with rnr_retry 1 and 10 us waits */
+
+static size_t first_diff(const uint8_t *x, const uint8_t *y, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && x[i] == y[i])
+		i++;
+	return i;
+}
+
+static void rnr_late_recv(struct side *a, struct side *b, double delay_s)
+{
+	uint8_t *src = a->buf, *dst = b->buf + OV_RECV_OFF;
+	struct falcon_sge sge = { (uint64_t)(uintptr_t)src, 3000, a->mr->lkey };
+	struct falcon_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				     .opcode = FALCON_WR_SEND };
+	struct falcon_wc wc = { 0 };
+	uint64_t want, t0 = now_ns();
+	int k;
+
+	fill(src, 3000);
+	want = fnv(src, 3000);
+	post(a, &wr);
+	k = wait_one(a, &wc, (int)(delay_s * 1000));
+	CHECK(k == 0, "rnr: the SEND completed %s after %.2f s, before its receive was posted",
+	      falcon_wc_status_str(wc.status), (double)(now_ns() - t0) / 1e9);
+	post_recv(b, 2, dst, 4096, b->mr->lkey);
+	k = wait_one(a, &wc, WAIT_MS);
+	CHECK(k == 1 && wc.status == FALCON_WC_SUCCESS && wc.wr_id == 1,
+	      "rnr: the SEND completed %s (k %d), not SUCCESS", falcon_wc_status_str(wc.status), k);
+	printf("rnr: a SEND completed %s %.2f s after it was posted (receive posted after %.1f s)\n",
+	       k == 1 ? falcon_wc_status_str(wc.status) : "not", (double)(now_ns() - t0) / 1e9,
+	       delay_s);
+	k = wait_one(b, &wc, WAIT_MS);
+	CHECK(k == 1 && wc.status == FALCON_WC_SUCCESS && wc.opcode == FALCON_WC_RECV &&
+	      wc.byte_len == 3000 && fnv(dst, 3000) == want, "rnr: the receive completed %s, "
+	      "%u B, data %s (first difference at byte %zu)",
+	      k == 1 ? falcon_wc_status_str(wc.status) : "not", wc.byte_len,
+	      fnv(dst, 3000) == want ? "intact" : "differ", first_diff(dst, src, 3000));
+}
+
+static void rnr_exceeded(struct side *a, struct side *b, const char *cm_b)
+{
+	struct side a2 = *a, b2 = *b;
+	struct falcon_sge sge = { (uint64_t)(uintptr_t)a->buf, 100, a->mr->lkey };
+	struct falcon_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+				     .opcode = FALCON_WR_SEND };
+	struct falcon_wc wc = { 0 };
+	uint64_t t0;
+	int k;
+
+	qp_rnr_retry = 1;
+	qp_min_rnr_timer = 1; /* 0.01 ms */
+	service++;
+	a2.qp = b2.qp = NULL;
+	connect_pair(&a2, &b2, cm_b);
+	t0 = now_ns();
+	post(&a2, &wr);
+	k = wait_one(&a2, &wc, RNR_EXC_MS);
+	CHECK(k == 1 && wc.status == FALCON_WC_RNR_RETRY_EXC_ERR && wc.wr_id == 5,
+	      "rnr: rnr_retry 1, no receive: the SEND completed %s, not RNR_RETRY_EXC_ERR",
+	      k == 1 ? falcon_wc_status_str(wc.status) : "not at all");
+	printf("rnr: with rnr_retry 1 a SEND without a receive completed %s after %.3f s\n",
+	       k == 1 ? falcon_wc_status_str(wc.status) : "not", (double)(now_ns() - t0) / 1e9);
+	falcon_destroy_qp(a2.qp);
+	falcon_destroy_qp(b2.qp);
+	falcon_listener_close(b2.l);
+}
+
 int main(int argc, char **argv)
 {
 	struct side a = { 0 }, b = { 0 };
 	const char *mode;
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: e2e_client matrix|chaos|victim|steady SOCK_A SOCK_B CM_B [N]\n");
+		fprintf(stderr, "usage: e2e_client MODE SOCK_A SOCK_B CM_B [N] (modes: the comment at the top)\n");
 		return 2;
 	}
 	mode = argv[1];
@@ -727,6 +1140,10 @@ int main(int argc, char **argv)
 		service = (unsigned)atoi(getenv("E2E_SERVICE"));
 	if (getenv("E2E_CONNECT_MS"))
 		connect_ms = atoi(getenv("E2E_CONNECT_MS"));
+	qp_timeout = env_int("E2E_QP_TIMEOUT", -1);
+	qp_retry_cnt = env_int("E2E_QP_RETRY_CNT", -1);
+	qp_rnr_retry = env_int("E2E_RNR_RETRY", strcmp(mode, "rnr") ? -1 : 7);
+	qp_min_rnr_timer = env_int("E2E_MIN_RNR_TIMER", -1);
 	side_open(&a, argv[2]);
 	side_open(&b, argv[3]);
 	connect_pair(&a, &b, argv[4]);
@@ -770,6 +1187,13 @@ int main(int argc, char **argv)
 		pull_rnr(&a, &b, argc > 5 ? (unsigned)atoi(argv[5]) : 256);
 	} else if (!strcmp(mode, "canary") && argc > 5) {
 		canary(&a, &b, argv[5], argc > 6 ? atof(argv[6]) : 120);
+	} else if (!strcmp(mode, "overload") && argc > 5) {
+		overload(&a, &b, atof(argv[5]));
+	} else if (!strcmp(mode, "stall") && argc > 6) {
+		stall(&a, &b, atof(argv[5]), !strcmp(argv[6], "retry"));
+	} else if (!strcmp(mode, "rnr") && argc > 5) {
+		rnr_late_recv(&a, &b, atof(argv[5]));
+		rnr_exceeded(&a, &b, argv[4]);
 	} else if (!strcmp(mode, "victim")) {
 		printf("victim: transferring until killed\n");
 		fflush(stdout);
