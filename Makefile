@@ -15,6 +15,7 @@
 #   make bench-netns  falcon-perf beside iperf3 and sockperf on a veth pair (root)
 #   make demo         two falcond on 127.0.0.1 and a client through every operation
 #   make e2e-chaos    1 GiB of verified RDMA between two namespaces with loss (root)
+#   make e2e-overload 32 processes of verified RDMA for 60 s with every core busy (issue 20)
 #   make e2e-chaos-xdp 1 GiB of verified RDMA through a router namespace whose XDP program
 #                     drops and duplicates (root)
 #   make bench-compare falcon beside TCP, UDP, UCX, libfabric on one veth pair (root)
@@ -207,7 +208,7 @@ install-wireshark:
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo install e2e-chaos e2e-chaos-xdp bench-compare bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo install e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(FABRIC_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -232,6 +233,7 @@ test: deps
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
 		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
 		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh tests/e2e/test_mpi.sh \
+		tests/e2e/test_overload.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -279,6 +281,13 @@ unit_of = sed -e 's|@SBINDIR@|$(1)|' -e 's|@SYSCONFDIR@|$(2)|' systemd/falcond.s
 E2E_CHAOS_MIB ?= 1024
 e2e-chaos: all
 	@E2E_CHAOS_MIB=$(E2E_CHAOS_MIB) E2E_ROTATE_S=60 BUILD=$(BUILD) tests/e2e/test_netns.sh
+
+# issue 20 at full length: E2E_OVERLOAD_PROCS (32) processes with an RC QP each, verified
+# WRITE, READ and atomics for E2E_OVERLOAD_S seconds while busy loops hold every core, under
+# security none and psp (no root: two falcond on 127.0.0.1); make test runs it for 12 s
+E2E_OVERLOAD_S ?= 60
+e2e-overload: all
+	@E2E_OVERLOAD_S=$(E2E_OVERLOAD_S) BUILD=$(BUILD) tests/e2e/test_overload.sh
 
 test-unit: all
 	@tests/run-tests.sh --suite unit $(UNIT_BINS)
