@@ -999,7 +999,7 @@ static void stall_flushed(struct side *b)
 	struct falcon_wc wc[STALL_RECVS];
 	unsigned flushed = 0, other = 0;
 	uint64_t t0 = now_ns();
-	int st = -1;
+	int st;
 
 	while (flushed + other < STALL_RECVS && now_ns() - t0 < OV_FLUSH_MS * 1000000ull) {
 		int k = falcon_wait_cq(b->cq, STALL_RECVS, wc, 200);
@@ -1009,12 +1009,14 @@ static void stall_flushed(struct side *b)
 			other += wc[i].status != FALCON_WC_WR_FLUSH_ERR;
 		}
 	}
-	while (now_ns() - t0 < OV_FLUSH_MS * 1000000ull &&
-	       (st = falcon_query_qp(b->qp, NULL)) != FALCON_QPS_ERR)
+	/* the state once at least, then every 50 ms until ERR or the bound */
+	while ((st = falcon_query_qp(b->qp, NULL)) != FALCON_QPS_ERR &&
+	       now_ns() - t0 < OV_FLUSH_MS * 1000000ull)
 		usleep(50000);
 	CHECK(flushed == STALL_RECVS && !other, "B: %u of %u receives completed WR_FLUSH_ERR, "
 	      "%u otherwise", flushed, STALL_RECVS, other);
-	CHECK(st == FALCON_QPS_ERR, "B's QP in state %d, not ERR", st);
+	CHECK(st == FALCON_QPS_ERR, "B's QP in state %d (%s), not ERR (%d)", st,
+	      st < 0 ? falcon_strerror(st) : "enum falcon_qp_state", FALCON_QPS_ERR);
 	printf("stall: B flushed %u/%u receives (%u otherwise), B's QP state %d, %.1f s after "
 	       "A's error\n", flushed, STALL_RECVS, other, st, (double)(now_ns() - t0) / 1e9);
 }
@@ -1080,19 +1082,21 @@ static void rnr_late_recv(struct side *a, struct side *b, double delay_s)
 	want = fnv(src, 3000);
 	post(a, &wr);
 	k = wait_one(a, &wc, (int)(delay_s * 1000));
-	CHECK(k == 0, "rnr: the SEND completed %s after %.2f s, before its receive was posted",
-	      falcon_wc_status_str(wc.status), (double)(now_ns() - t0) / 1e9);
+	CHECK(k == 0, "rnr late receive: the SEND completed %s after %.2f s, before its "
+	      "receive was posted", falcon_wc_status_str(wc.status), (double)(now_ns() - t0) / 1e9);
 	post_recv(b, 2, dst, 4096, b->mr->lkey);
 	k = wait_one(a, &wc, WAIT_MS);
 	CHECK(k == 1 && wc.status == FALCON_WC_SUCCESS && wc.wr_id == 1,
-	      "rnr: the SEND completed %s (k %d), not SUCCESS", falcon_wc_status_str(wc.status), k);
-	printf("rnr: a SEND completed %s %.2f s after it was posted (receive posted after %.1f s)\n",
-	       k == 1 ? falcon_wc_status_str(wc.status) : "not", (double)(now_ns() - t0) / 1e9,
-	       delay_s);
+	      "rnr late receive: the SEND completed %s, not SUCCESS",
+	      k == 1 ? falcon_wc_status_str(wc.status) : "not (or earlier)");
+	printf("rnr late receive: a SEND completed %s %.2f s after it was posted (receive posted "
+	       "after %.1f s)\n", k == 1 ? falcon_wc_status_str(wc.status) : "not",
+	       (double)(now_ns() - t0) / 1e9, delay_s);
 	k = wait_one(b, &wc, WAIT_MS);
 	CHECK(k == 1 && wc.status == FALCON_WC_SUCCESS && wc.opcode == FALCON_WC_RECV &&
-	      wc.byte_len == 3000 && fnv(dst, 3000) == want, "rnr: the receive completed %s, "
-	      "%u B, data %s (first difference at byte %zu)",
+	      wc.byte_len == 3000 && fnv(dst, 3000) == want,
+	      "rnr late receive: the receive completed %s, %u B, data %s (first difference at "
+	      "byte %zu)",
 	      k == 1 ? falcon_wc_status_str(wc.status) : "not", wc.byte_len,
 	      fnv(dst, 3000) == want ? "intact" : "differ", first_diff(dst, src, 3000));
 }
@@ -1116,9 +1120,11 @@ static void rnr_exceeded(struct side *a, struct side *b, const char *cm_b)
 	post(&a2, &wr);
 	k = wait_one(&a2, &wc, RNR_EXC_MS);
 	CHECK(k == 1 && wc.status == FALCON_WC_RNR_RETRY_EXC_ERR && wc.wr_id == 5,
-	      "rnr: rnr_retry 1, no receive: the SEND completed %s, not RNR_RETRY_EXC_ERR",
+	      "rnr retry exceeded: rnr_retry 1, no receive: the SEND completed %s, not "
+	      "RNR_RETRY_EXC_ERR",
 	      k == 1 ? falcon_wc_status_str(wc.status) : "not at all");
-	printf("rnr: with rnr_retry 1 a SEND without a receive completed %s after %.3f s\n",
+	printf("rnr retry exceeded: with rnr_retry 1 a SEND without a receive completed %s "
+	       "after %.3f s\n",
 	       k == 1 ? falcon_wc_status_str(wc.status) : "not", (double)(now_ns() - t0) / 1e9);
 	falcon_destroy_qp(a2.qp);
 	falcon_destroy_qp(b2.qp);
@@ -1131,7 +1137,8 @@ int main(int argc, char **argv)
 	const char *mode;
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: e2e_client MODE SOCK_A SOCK_B CM_B [N] (modes: the comment at the top)\n");
+		fprintf(stderr, "usage: e2e_client MODE SOCK_A SOCK_B CM_B [ARGS] (the modes: the "
+			"comment at the top of tests/e2e/e2e_client.c)\n");
 		return 2;
 	}
 	mode = argv[1];
