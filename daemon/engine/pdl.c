@@ -1478,11 +1478,17 @@ static int peer_silent(const struct fc_pdl *p, uint64_t now)
 	       now - since >= p->cfg.give_up_ns;
 }
 
-void fc_pdl_stalled(struct fc_pdl *p, uint64_t now)
+static uint64_t later_by(uint64_t t, uint64_t d, uint64_t now)
+{
+	return t + d < t || t + d > now ? now : t + d;
+}
+
+void fc_pdl_stalled(struct fc_pdl *p, uint64_t stall_ns, uint64_t now)
 {
 	if (p->dead)
 		return;
-	p->heard_ns = now;
+	p->heard_ns = later_by(p->heard_ns, stall_ns, now);
+	p->owed_ns = later_by(p->owed_ns, stall_ns, now);
 	/* each expired timer moves one RTO past now, so the loop ends after at most ntheap */
 	while (p->ntheap && theap_pkt(p, 0)->deadline_ns <= now) {
 		uint16_t e = p->theap[0];

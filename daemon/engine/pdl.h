@@ -241,12 +241,13 @@ void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now_ns);
 uint64_t fc_pdl_quiet_since(const struct fc_pdl *p);
 /* Time of the peer's last accepted packet (0: none yet). */
 uint64_t fc_pdl_heard_ns(const struct fc_pdl *p);
-/* The caller did not run for a while (a stopped or starved process) and now_ns is when
- * it noticed: the peer's silence so far is not held against it (as if heard now), and
- * every retransmit timer that expired meanwhile is re-armed once, one RTO from now,
- * without counting a retry or telling the RUE: the peer's answers are likely waiting in
- * the caller's socket. O(timers armed); called on a stall only. */
-void fc_pdl_stalled(struct fc_pdl *p, uint64_t now_ns);
+/* The caller did not run for stall_ns (a stopped or starved process) and now_ns is when
+ * it noticed: that time does not count as the peer's silence (the liveness clock moves
+ * forward by stall_ns, never past now), and every retransmit timer that expired meanwhile
+ * is re-armed once, one RTO from now, without counting a retry or telling the RUE: the
+ * peer's answers are likely waiting in the caller's socket. O(timers armed); called on a
+ * stall only. */
+void fc_pdl_stalled(struct fc_pdl *p, uint64_t stall_ns, uint64_t now_ns);
 /* Change cfg.give_up_ns of a live connection (verbs' modify_qp of timeout / retry_cnt). */
 void fc_pdl_set_give_up(struct fc_pdl *p, uint64_t give_up_ns);
 

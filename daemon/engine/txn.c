@@ -680,7 +680,7 @@ void fc_txn_engine_on_timer(struct fc_txn_engine *e, uint64_t now)
 	txn_engine_flush(e);
 }
 
-void fc_txn_engine_stalled(struct fc_txn_engine *e, uint64_t now)
+void fc_txn_engine_stalled(struct fc_txn_engine *e, uint64_t stall_ns, uint64_t now)
 {
 	for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
 		struct fc_txn *t = e->conn[i];
@@ -688,7 +688,7 @@ void fc_txn_engine_stalled(struct fc_txn_engine *e, uint64_t now)
 		if (!t || t->dead)
 			continue;
 		txn_set_now(t, now);
-		fc_pdl_stalled(t->pdl, now);
+		fc_pdl_stalled(t->pdl, stall_ns, now);
 		txn_touch(t); /* its retransmit timers moved */
 	}
 }

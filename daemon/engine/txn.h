@@ -283,10 +283,10 @@ int fc_txn_engine_poll_tx(struct fc_txn_engine *e, uint64_t now_ns, void *buf, s
  * RNR redeliveries); UINT64_MAX when idle. */
 uint64_t fc_txn_engine_next_deadline(const struct fc_txn_engine *e);
 void fc_txn_engine_on_timer(struct fc_txn_engine *e, uint64_t now_ns);
-/* The caller did not run for a while and noticed at now_ns (fc_pdl_stalled for every
- * connection: silence so far forgiven, expired retransmit timers re-armed once). Sweeps
- * every connection: for a detected stall, never per packet. */
-void fc_txn_engine_stalled(struct fc_txn_engine *e, uint64_t now_ns);
+/* The caller did not run for stall_ns and noticed at now_ns (fc_pdl_stalled for every
+ * connection: that time is not the peer's silence, expired retransmit timers re-armed
+ * once). Sweeps every connection: for a detected stall, never per packet. */
+void fc_txn_engine_stalled(struct fc_txn_engine *e, uint64_t stall_ns, uint64_t now_ns);
 
 /* ---- the ULP's side: initiator ---- */
 

@@ -371,7 +371,7 @@ static void test_give_up_needs_silence(void **state)
 }
 
 /* fc_pdl_stalled: timers that expired while the caller did not run are re-armed one RTO
- * later without a retry counted, and the silence so far is forgiven. */
+ * later without a retry counted, and the stall is taken off the peer's silence. */
 static void test_stalled_rearms(void **state)
 {
 	uint64_t t0, stall_end;
@@ -382,9 +382,12 @@ static void test_stalled_rearms(void **state)
 	pump(A, B, 0, drop_all, NULL, NULL);
 	t0 = fc_pdl_next_deadline(A->p);
 	stall_end = t0 + 50000000; /* the caller stopped 50 ms past the first timeout */
-	fc_pdl_stalled(A->p, stall_end);
+	fc_pdl_stalled(A->p, 20000000, stall_end); /* 20 ms of it a stall */
 	assert_int_equal(C(A)->stalls, 1);
+	assert_int_equal(C(A)->retx_timeout, 0);
 	assert_int_equal(fc_pdl_next_deadline(A->p), stall_end + fc_pdl_rto_ns(A->p) + 1);
+	assert_int_equal(fc_pdl_quiet_since(A->p), 20000000); /* owed from 0, less the stall */
+	fc_pdl_stalled(A->p, 200000000, stall_end); /* never past now */
 	assert_int_equal(fc_pdl_quiet_since(A->p), stall_end);
 	assert_int_equal(C(A)->retx_timeout, 0);
 	fire(A, stall_end + fc_pdl_rto_ns(A->p) + 1); /* now a real timeout: a retry */
