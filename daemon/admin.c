@@ -57,7 +57,7 @@ static void json_node(struct fd_json *j, const struct fc_node_counters *c)
 	U64(j, c, rx_peer_mismatch);
 	U64(j, c, rx_spi_mismatch); U64(j, c, rx_replay); U64(j, c, rx_engine_err); U64(j, c, tx_no_frame);
 	U64(j, c, tx_encap_err); U64(j, c, tx_io_drop); U64(j, c, cc_events);
-	U64(j, c, cc_errors);
+	U64(j, c, cc_errors); U64(j, c, stalls); U64(j, c, stall_ns);
 	fd_json_close(j, '}');
 }
 

@@ -112,6 +112,8 @@ struct obj {
 			uint8_t order;  /* enum fc_rdma_order */
 			uint8_t by_api; /* CREATE_QP: the client moves it through its states */
 			uint8_t want_rts, connected;
+			/* verbs' timers as the client gave them (QUERY_QP) */
+			uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 			void *rings;
 			size_t bytes, rq_off;
 			int rings_fd;
@@ -702,7 +704,8 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 		       q->max_inflight > 65536)) ||
 	    (recvs && !srq && !pow2_ok(q->rq_entries, RING_ENTRIES_MAX)) ||
 	    q->max_recv_sge > FC_RING_SGE_MAX || q->ordering > FALCON_ORDER_WEAK ||
-	    q->rnr_retry > 7 || q->min_rnr_timer > 31 || q->err_mode > FALCON_ERR_CIE)
+	    q->rnr_retry > 7 || q->min_rnr_timer > 31 || q->err_mode > FALCON_ERR_CIE ||
+	    q->timeout > 31 || q->retry_cnt > 7)
 		return -EINVAL;
 	if (c->pending >= 16)
 		return -EBUSY;
@@ -768,6 +771,11 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 				      FC_RDMA_MODE_CIE : FC_RDMA_MODE_VERBS;
 	spec->init.rnr_retry = q->rnr_retry;
 	spec->init.min_rnr_timer = q->min_rnr_timer;
+	spec->init.timeout_ns = fc_rdma_verbs_timeout_ns(q->timeout, q->retry_cnt);
+	o->u.qp.timeout = q->timeout;
+	o->u.qp.retry_cnt = q->retry_cnt;
+	o->u.qp.rnr_retry = q->rnr_retry;
+	o->u.qp.min_rnr_timer = q->min_rnr_timer;
 	spec->sq = sq_bytes ? o->u.qp.rings : NULL;
 	spec->sq_bytes = sq_bytes;
 	spec->rq = rq_bytes ? (uint8_t *)o->u.qp.rings + rq_off : NULL;
@@ -854,6 +862,27 @@ static const uint8_t to_public_state[] = {
 
 /* MODIFY_QP. A connected QP's RTR starts its binding and the QP stays in INIT for the
  * engine until the connection is open; an RTS asked for meanwhile is applied then. */
+/* MODIFY_QP's timers (falcon.h, "Timers"): kept for QUERY_QP, given to the engine QP,
+ * which hands timeout x (retry_cnt + 1) to its connection. */
+static int qp_set_timers(struct client *c, struct obj *o, const struct fc_api_modify_qp *m)
+{
+	struct fc_rdma *d = fc_node_rdma(c->a->d->node);
+
+	if (o->u.qp.state == QP_CONNECTING)
+		return -EBUSY;
+	if (m->attr_mask & FALCON_QP_ATTR_TIMEOUT)
+		o->u.qp.timeout = m->timeout;
+	if (m->attr_mask & FALCON_QP_ATTR_RETRY_CNT)
+		o->u.qp.retry_cnt = m->retry_cnt;
+	if (m->attr_mask & FALCON_QP_ATTR_RNR_RETRY)
+		o->u.qp.rnr_retry = m->rnr_retry;
+	if (m->attr_mask & FALCON_QP_ATTR_MIN_RNR_TIMER)
+		o->u.qp.min_rnr_timer = m->min_rnr_timer;
+	return fc_rdma_qp_set_timers(d, o->u.qp.qpn,
+				     fc_rdma_verbs_timeout_ns(o->u.qp.timeout, o->u.qp.retry_cnt),
+				     o->u.qp.rnr_retry, o->u.qp.min_rnr_timer);
+}
+
 static int do_modify_qp(struct client *c, const struct fc_api_hdr *h, const void *body)
 {
 	const struct fc_api_modify_qp *m = body;
@@ -866,10 +895,15 @@ static int do_modify_qp(struct client *c, const struct fc_api_hdr *h, const void
 
 	if (!o)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (!o->u.qp.by_api || m->state >= sizeof(to_engine_state) ||
-	    (to = to_engine_state[m->state]) == 0xFF || m->addr_len > sizeof(m->addr) || m->pad ||
-	    m->pad2)
+	if (m->state >= sizeof(to_engine_state) || (to = to_engine_state[m->state]) == 0xFF ||
+	    m->addr_len > sizeof(m->addr) || (m->attr_mask & ~0xFu) || m->timeout > 31 ||
+	    m->retry_cnt > 7 || m->rnr_retry > 7 || m->min_rnr_timer > 31 ||
+	    (!o->u.qp.by_api && !m->attr_mask))
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (m->attr_mask && (rc = qp_set_timers(c, o, m)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	if (!o->u.qp.by_api || (m->attr_mask && fc_rdma_qp_state(d, o->u.qp.qpn) == to))
+		return reply(c, h, 0, NULL, 0, NULL, 0); /* the timers alone */
 	connected = o->u.qp.type != FC_RDMA_QPT_UD;
 	binding = o->u.qp.cm_id > 0 && !o->u.qp.connected;
 	at.state = to;
@@ -928,6 +962,10 @@ static int do_query_qp(struct client *c, const struct fc_api_hdr *h, uint32_t ha
 			(!o->u.qp.by_api || o->u.qp.connected) && s != FC_RDMA_QPS_ERR;
 	rep.qpn = o->u.qp.qpn;
 	rep.remote_qpn = o->u.qp.rqpn;
+	rep.timeout = o->u.qp.timeout;
+	rep.retry_cnt = o->u.qp.retry_cnt;
+	rep.rnr_retry = o->u.qp.rnr_retry;
+	rep.min_rnr_timer = o->u.qp.min_rnr_timer;
 	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 

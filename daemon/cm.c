@@ -66,6 +66,7 @@
 
 #include <sodium.h>
 
+#include "falcon/falcon.h"
 #include "falcond.h"
 #include "log.h"
 
@@ -485,6 +486,10 @@ static int open_conn(struct cm_rec *r)
 	c.pdl.rx_psn[1] = r->peer_psn_data;
 	c.rsn_tx = r->my_rsn;
 	c.rsn_rx = r->peer_rsn;
+	/* verbs' default timers until the QP's own replace them (fc_rdma_qp_init.timeout_ns):
+	 * the peer may stay silent 0.54 s while we run (falcon.h, "Timers") */
+	c.txn_timeout_ns = c.pdl.give_up_ns =
+		fc_rdma_verbs_timeout_ns(FALCON_QP_TIMEOUT_DEFAULT, FALCON_QP_RETRY_CNT_DEFAULT);
 	/* Swift's fabric delay target (the event carries it to the RUE, spec 10.6.2.1) */
 	c.pdl.base_delay_target_ts = fc_ns_to_ts((uint64_t)r->cm->d->cfg.cc_target_us * 1000u);
 	/* until the RUE's first answer (and for good with --cc off) */

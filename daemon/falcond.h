@@ -112,7 +112,9 @@ struct fd_daemon {
 	int timer_fd;
 	uint64_t timer_at_ns;         /* its deadline (UINT64_MAX: disarmed) */
 	ev_prepare prep_w;            /* before sleeping: rings, doorbells, tx */
-	ev_check check_w;
+	ev_check check_w;             /* after the poll: stall_check, the RUE thread */
+	uint64_t sleep_ns, sleep_dl_ns; /* when the loop last went to poll, the timer it set */
+	uint64_t awake_ns;            /* when it last came back */
 	ev_idle idle_w;               /* keeps the loop from sleeping while work is left */
 	ev_signal sig_w[3];           /* SIGINT, SIGTERM: stop; SIGHUP: reload */
 	ev_timer fault_w;             /* releases frames the fault layer holds */

@@ -34,6 +34,12 @@
 #define TX_FRAMES 2048u
 #define KICK_ROUNDS 16u       /* poll_tx calls per kick before the loop takes a breath */
 #define RX_PER_WAKE 1024u     /* datagrams per readable event */
+/* The loop is stalled when it comes back this late: past its own timer's deadline (a
+ * SIGSTOP, a CPU given to others, a long page fault) or from one iteration's work. An
+ * RTO is 2 ms at least (FD_MIN_RTO_US_DEFAULT) and a peer's budget 0.5 s and more:
+ * lateness below this is ordinary scheduling noise. */
+#define STALL_NS 10000000ull
+#define STALL_LOG_NS 500000000ull /* stalls this long are logged at info */
 
 uint64_t fd_now_ns(void)
 {
@@ -186,6 +192,34 @@ static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 		fd_rue_thread_loop_sleeps(d->rue_th, 0);
 		ev_idle_start(loop, &d->idle_w);
 	}
+	d->sleep_ns = fd_now_ns(); /* stall_check measures from here */
+	d->sleep_dl_ns = d->timer_at_ns;
+}
+
+/* A stalled loop does not blame its peers (DESIGN.md, "Threads"): the time it did not run
+ * is taken off their silence and the timers that expired meanwhile are re-armed once,
+ * before timer_cb can fire them (the check watcher runs first: EV_MAXPRI). Stalled: back
+ * from the poll later than the timer it slept for by STALL_NS, or an iteration that took
+ * that long (the process ran nothing of ours meanwhile, or not for the peers). */
+static void stall_check(struct fd_daemon *d)
+{
+	uint64_t now = fd_now_ns(), stall = 0;
+
+	if (d->sleep_dl_ns != UINT64_MAX && now > d->sleep_dl_ns + STALL_NS)
+		stall = now - (d->sleep_dl_ns > d->sleep_ns ? d->sleep_dl_ns : d->sleep_ns);
+	if (d->awake_ns && d->sleep_ns > d->awake_ns + STALL_NS &&
+	    d->sleep_ns - d->awake_ns > stall)
+		stall = d->sleep_ns - d->awake_ns;
+	d->awake_ns = now;
+	if (!stall)
+		return;
+	if (stall >= STALL_LOG_NS)
+		LOG_I("falcond: did not run for %llu ms (stopped or starved of CPU): its peers' "
+		      "silence meanwhile is not held against them",
+		      (unsigned long long)(stall / 1000000u));
+	else
+		LOG_D("falcond: stalled %llu us", (unsigned long long)(stall / 1000u));
+	fc_node_stalled(d->node, stall, now);
 }
 
 static void check_cb(struct ev_loop *loop, ev_check *w, int revents)
@@ -194,6 +228,7 @@ static void check_cb(struct ev_loop *loop, ev_check *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	stall_check(d);
 	if (d->rue_th)
 		fd_rue_thread_loop_sleeps(d->rue_th, 0); /* awake: the thread need not ring */
 }
@@ -465,17 +500,19 @@ int falcond_start(struct fd_daemon *d)
 	ev_io_init(&d->timer_w, timer_cb, d->timer_fd, EV_READ);
 	ev_prepare_init(&d->prep_w, prepare_cb);
 	ev_check_init(&d->check_w, check_cb);
+	ev_set_priority(&d->check_w, EV_MAXPRI); /* stall_check before timer_cb */
+	d->sleep_dl_ns = UINT64_MAX;
 	ev_idle_init(&d->idle_w, idle_cb);
 	d->io_w.data = d->timer_w.data = d->prep_w.data = d->idle_w.data = d->check_w.data = d;
 	if (d->rue_th) {
 		ev_io_init(&d->rue_w, rue_cb, fd_rue_thread_fd(d->rue_th), EV_READ);
 		d->rue_w.data = d;
 		ev_io_start(d->loop, &d->rue_w);
-		ev_check_start(d->loop, &d->check_w);
 	}
 	ev_io_start(d->loop, &d->io_w);
 	ev_io_start(d->loop, &d->timer_w);
 	ev_prepare_start(d->loop, &d->prep_w);
+	ev_check_start(d->loop, &d->check_w);
 	if (d->fault) {
 		ev_timer_init(&d->fault_w, fault_cb, 0.001, 0.001);
 		d->fault_w.data = d;
@@ -486,6 +523,7 @@ int falcond_start(struct fd_daemon *d)
 
 void falcond_stop(struct fd_daemon *d)
 {
+	ev_check_stop(d->loop, &d->check_w); /* stall_check needs the node */
 	fd_api_free(d->api);     /* clients' QPs go first: peers are told */
 	fd_admin_free(d->admin);
 	fd_cm_free(d->cm);
@@ -493,7 +531,6 @@ void falcond_stop(struct fd_daemon *d)
 		fc_node_free(d->node);
 	if (d->rue_th) {
 		ev_io_stop(d->loop, &d->rue_w);
-		ev_check_stop(d->loop, &d->check_w);
 		fd_rue_thread_free(d->rue_th);
 		d->rue_th = NULL;
 	}

@@ -494,6 +494,13 @@ uint64_t fc_node_next_deadline(const struct fc_node *n)
 	return fc_rdma_next_deadline(n->rdma);
 }
 
+void fc_node_stalled(struct fc_node *n, uint64_t stall_ns, uint64_t now)
+{
+	n->cnt.stalls++;
+	n->cnt.stall_ns += stall_ns;
+	fc_txn_engine_stalled(fc_node_txn(n), stall_ns, now);
+}
+
 void fc_node_on_timer(struct fc_node *n, uint64_t now)
 {
 	n->now_ns = now;

@@ -147,6 +147,8 @@ struct fc_node_counters {
 	uint64_t tx_io_drop;      /* the backend did not take a filled frame */
 	uint64_t cc_events;       /* CC events the RUE answered */
 	uint64_t cc_errors;       /* CC events it refused (the PDL keeps its windows) */
+	uint64_t stalls;          /* fc_node_stalled: the caller did not run for a while */
+	uint64_t stall_ns;        /* ... for this long in all */
 };
 
 struct fc_node;
@@ -219,5 +221,10 @@ unsigned fc_node_poll_tx(struct fc_node *n, uint64_t now_ns, unsigned budget);
 /* Earliest time fc_node_on_timer has work; UINT64_MAX when idle. */
 uint64_t fc_node_next_deadline(const struct fc_node *n);
 void fc_node_on_timer(struct fc_node *n, uint64_t now_ns);
+/* The caller's loop did not run for stall_ns (stopped, starved of CPU, a long page
+ * fault) and notices at now_ns: fc_txn_engine_stalled, so that this host's stall is not
+ * blamed on its peers. Call it before fc_node_on_timer with the same now_ns, after
+ * taking in what the socket holds (the peers' answers of the stall). */
+void fc_node_stalled(struct fc_node *n, uint64_t stall_ns, uint64_t now_ns);
 
 #endif

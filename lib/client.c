@@ -650,7 +650,7 @@ static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 		   struct fc_api_qp_attr *q)
 {
 	uint32_t t;
-	int sends, recvs;
+	int sends, recvs, timers;
 	struct falcon_srq *srq;
 	struct falcon_xrcd *xrcd;
 
@@ -667,8 +667,10 @@ static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 	    a->max_send_sge > FC_RING_SGE_MAX || a->max_recv_sge > FC_RING_SGE_MAX ||
 	    a->max_send_wr > FC_RING_ENTRIES_MAX || a->max_recv_wr > FC_RING_ENTRIES_MAX ||
 	    a->ordering > FALCON_ORDER_WEAK || a->err_mode > FALCON_ERR_CIE || a->rnr_retry > 7 ||
-	    a->min_rnr_timer > 31 || (srq && (srq->pd != pd || srq->xrcd)))
+	    a->min_rnr_timer > 31 || (srq && (srq->pd != pd || srq->xrcd)) ||
+	    ATTR_GET(a, timeout) > 31 || ATTR_GET(a, retry_cnt) > 7)
 		return -EINVAL;
+	timers = a->flags & FALCON_QP_TIMEOUT_SET && ATTR_HAS(a, retry_cnt);
 	*q = (struct fc_api_qp_attr){
 		.pd = pd->n.handle, .send_cq = sends ? a->send_cq->n.handle : 0,
 		.recv_cq = recvs ? a->recv_cq->n.handle : 0,
@@ -681,6 +683,8 @@ static int qp_attr(struct falcon_pd *pd, const struct falcon_qp_init_attr *a,
 		.err_mode = (uint8_t)a->err_mode,
 		.rnr_retry = (a->flags & FALCON_QP_RNR_RETRY_SET) ? a->rnr_retry : 7,
 		.min_rnr_timer = a->min_rnr_timer ? a->min_rnr_timer : 1,
+		.timeout = timers ? a->timeout : FALCON_QP_TIMEOUT_DEFAULT,
+		.retry_cnt = timers ? a->retry_cnt : FALCON_QP_RETRY_CNT_DEFAULT,
 		.srq = srq ? srq->n.handle : 0,
 		.xrcd = xrcd ? xrcd->n.handle : 0,
 		.qkey = t == FALCON_QPT_UD ? ATTR_GET(a, qkey) : 0,
@@ -915,13 +919,24 @@ API int falcon_modify_qp(struct falcon_qp *pub, const struct falcon_qp_attr *att
 	int rc;
 
 	if (!pub || !attr || attr->size < offsetof(struct falcon_qp_attr, timeout_ms) +
-						  sizeof(attr->timeout_ms) ||
-	    !qp->by_api || attr->qp_state > 255)
+						  sizeof(attr->timeout_ms) || attr->qp_state > 255)
 		return fail(-EINVAL);
+	if (!qp->by_api && !(ATTR_HAS(attr, min_rnr_timer) && attr->attr_mask))
+		return fail(-EINVAL); /* a QP of connect / accept: its timers only */
 	m.handle = qp->n.handle;
 	m.state = (uint8_t)attr->qp_state;
 	m.dest_qpn = attr->dest_qp_num;
 	m.timeout_ms = attr->timeout_ms;
+	if (ATTR_HAS(attr, min_rnr_timer) && attr->attr_mask) {
+		if ((attr->attr_mask & ~0xFu) || attr->timeout > 31 || attr->retry_cnt > 7 ||
+		    attr->rnr_retry > 7 || attr->min_rnr_timer > 31)
+			return fail(-EINVAL);
+		m.attr_mask = (uint16_t)attr->attr_mask;
+		m.timeout = attr->timeout;
+		m.retry_cnt = attr->retry_cnt;
+		m.rnr_retry = attr->rnr_retry;
+		m.min_rnr_timer = attr->min_rnr_timer;
+	}
 	if (attr->qp_state == FALCON_QPS_RTR && qp->type != FALCON_QPT_UD) {
 		if (!attr->dest_host)
 			return fail(-EINVAL);
@@ -949,6 +964,29 @@ API int falcon_query_qp(struct falcon_qp *pub, int *connected)
 	if (connected)
 		*connected = rep.connected;
 	return rep.state;
+}
+
+API int falcon_query_qp_attr(struct falcon_qp *pub, struct falcon_qp_attr *attr)
+{
+	struct lqp *qp = (struct lqp *)pub;
+	struct fc_api_handle h;
+	struct fc_api_query_qp_rep rep;
+	int rc;
+
+	if (!pub || !attr || !ATTR_HAS(attr, min_rnr_timer))
+		return fail(-EINVAL);
+	h = (struct fc_api_handle){ .handle = qp->n.handle };
+	if ((rc = rpc(qp->n.ctx, FC_API_QUERY_QP, &h, sizeof(h), -1, &rep, sizeof(rep), NULL, 0)))
+		return fail(rc);
+	attr->qp_state = rep.state;
+	attr->dest_qp_num = rep.remote_qpn;
+	attr->attr_mask = FALCON_QP_ATTR_TIMEOUT | FALCON_QP_ATTR_RETRY_CNT |
+			  FALCON_QP_ATTR_RNR_RETRY | FALCON_QP_ATTR_MIN_RNR_TIMER;
+	attr->timeout = rep.timeout;
+	attr->retry_cnt = rep.retry_cnt;
+	attr->rnr_retry = rep.rnr_retry;
+	attr->min_rnr_timer = rep.min_rnr_timer;
+	return 0;
 }
 
 /* ---- address handles and XRC domains ---- */

@@ -81,6 +81,10 @@ struct fc_pdl {
 	uint64_t seq;
 	uint64_t tx_order;     /* transmissions so far: orders sends within one t1 unit */
 	int dead;
+	/* liveness (fc_pdl_quiet_since): the peer's last accepted packet, and the first
+	 * transmission while nothing was outstanding */
+	uint64_t heard_ns, owed_ns;
+	uint64_t rnr_until_ns; /* the end of the latest RNR wait: we owe the next word */
 
 	/* congestion control state, from cfg until the RUE answers (10.6.2.2) */
 	uint32_t fcwnd_fp, ncwnd;
@@ -607,6 +611,8 @@ static int send_pkt(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 			w->orrc++;
 		}
 	} else {
+		if (p->tx[0].next_new == p->tx[0].bpsn && p->tx[1].next_new == p->tx[1].bpsn)
+			p->owed_ns = now; /* the peer owes us an answer from now on */
 		k->state = TXS_INFLIGHT;
 		w->next_new = psn + 1;
 		p->cnt.tx_new++;
@@ -1347,6 +1353,8 @@ static void rx_nack(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 		k->rnr = 1;
 		k->retx_count = 0;
 		set_deadline(p, w, k, now + (rnr_ns > p->rto_ns ? rnr_ns : p->rto_ns));
+		if (k->deadline_ns > p->rnr_until_ns)
+			p->rnr_until_ns = k->deadline_ns;
 		break;
 	case FC_NACK_RESOURCE:
 		/* 9.2.4: the RUE hears of it (event above) and shrinks ncwnd; the packet is
@@ -1387,6 +1395,7 @@ int fc_pdl_rx_meta(struct fc_pdl *p, const void *pkt, size_t len, const struct f
 	}
 	p->cnt.rx_pkts++;
 	p->cnt.rx_bytes += len;
+	p->heard_ns = now;
 	if (m->hops || m->ecn_ce)
 		fc_pdl_note_path(p, m->hops, m->ecn_ce);
 	switch (f.type) {
@@ -1442,6 +1451,54 @@ uint64_t fc_pdl_next_deadline(const struct fc_pdl *p)
 	return t;
 }
 
+uint64_t fc_pdl_quiet_since(const struct fc_pdl *p)
+{
+	uint64_t since;
+
+	if (p->tx[0].next_new == p->tx[0].bpsn && p->tx[1].next_new == p->tx[1].bpsn)
+		return UINT64_MAX;
+	since = p->heard_ns > p->owed_ns ? p->heard_ns : p->owed_ns;
+	return since > p->rnr_until_ns ? since : p->rnr_until_ns;
+}
+
+uint64_t fc_pdl_heard_ns(const struct fc_pdl *p) { return p->heard_ns; }
+
+void fc_pdl_set_give_up(struct fc_pdl *p, uint64_t give_up_ns) { p->cfg.give_up_ns = give_up_ns; }
+
+/* May a packet past max_retx be given up? Only when the peer said nothing for
+ * give_up_ns (section 11's retry limit read as verbs' retry_cnt x timeout: a peer that
+ * answers slowly, or a host that did not run us, is not a lost peer). */
+static int peer_silent(const struct fc_pdl *p, uint64_t now)
+{
+	uint64_t since = fc_pdl_quiet_since(p);
+
+	if (!p->cfg.give_up_ns)
+		return 1;
+	return since != UINT64_MAX && p->cfg.give_up_ns != UINT64_MAX &&
+	       now - since >= p->cfg.give_up_ns;
+}
+
+static uint64_t later_by(uint64_t t, uint64_t d, uint64_t now)
+{
+	return t + d < t || t + d > now ? now : t + d;
+}
+
+void fc_pdl_stalled(struct fc_pdl *p, uint64_t stall_ns, uint64_t now)
+{
+	if (p->dead)
+		return;
+	p->heard_ns = later_by(p->heard_ns, stall_ns, now);
+	p->owed_ns = later_by(p->owed_ns, stall_ns, now);
+	/* each expired timer moves one RTO past now, so the loop ends after at most ntheap */
+	while (p->ntheap && theap_pkt(p, 0)->deadline_ns <= now) {
+		uint16_t e = p->theap[0];
+		struct fc_txwin *w = &p->tx[e >> 15];
+
+		set_deadline(p, w, &w->pkt[e & 0x7FFF], now + p->rto_ns + 1);
+	}
+	p->cnt.stalls++;
+}
+
 static void timeout(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, uint64_t now)
 {
 	if (k->rnr) { /* the RNR wait is over: send again, not counted as a retry */
@@ -1449,7 +1506,7 @@ static void timeout(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 		flag_retx(p, w, k);
 		return;
 	}
-	if (k->retx_count >= p->cfg.max_retx) {
+	if (k->retx_count >= p->cfg.max_retx && peer_silent(p, now)) {
 		if (k->type == FC_PKT_RESYNC) {
 			/* section 11: Resync at max attempts -> connection fatal */
 			go_dead(p, -ETIMEDOUT);
@@ -1459,7 +1516,8 @@ static void timeout(struct fc_pdl *p, struct fc_txwin *w, struct fc_txpkt *k, ui
 		to_resync(p, w, k, FC_RESYNC_RETX_EXHAUSTED, FC_TX_RETX_EXHAUSTED, 0);
 		return;
 	}
-	k->retx_count++;
+	if (k->retx_count < UINT8_MAX) /* past max_retx: at the longest backoff */
+		k->retx_count++;
 	flag_retx(p, w, k);
 	p->cnt.retx_timeout++;
 	retx_event(p, k, FC_RETX_RTO, now);

@@ -53,6 +53,11 @@ struct fc_pdl_cfg {
 	uint32_t ooo_threshold;      /* early retransmission distance (9.1.4) */
 	uint32_t max_retx;           /* max retransmit attempts (9.1.1, section 11); the
 				      * n-th waits RTO << min(n, FC_RTO_BACKOFF_MAX) */
+	uint64_t give_up_ns;         /* with max_retx spent, a packet is given up only once
+				      * the peer has also been silent this long (fc_pdl_quiet_since;
+				      * verbs' timeout x (retry_cnt + 1)); until then it is
+				      * retransmitted at the longest backoff. 0: max_retx alone;
+				      * UINT64_MAX: never (verbs' timeout 0) */
 	uint64_t rto_ns;             /* retransmit timeout until the RUE sets one */
 	uint32_t fcwnd_fp;           /* fabric window, FC_CWND_ONE = 1 packet */
 	uint32_t ncwnd;              /* NIC window, packets */
@@ -165,6 +170,7 @@ struct fc_pdl_counters {
 	uint64_t piggyback_acks;  /* base PSNs advanced by a data packet's piggybacked ACK */
 	uint64_t cc_events, cc_events_skipped, reroutes;
 	uint64_t fatal;
+	uint64_t stalls;          /* fc_pdl_stalled: timers re-armed after the caller's stall */
 	uint64_t ring_grows;      /* a transmit ring doubled (memory follows use) */
 	uint64_t ring_grow_fail;  /* ... or could not for want of memory: -EAGAIN instead */
 };
@@ -225,6 +231,25 @@ int fc_pdl_poll_tx(struct fc_pdl *p, uint64_t now_ns, void *buf, size_t cap);
  * coalescing, pacing. UINT64_MAX when idle. */
 uint64_t fc_pdl_next_deadline(const struct fc_pdl *p);
 void fc_pdl_on_timer(struct fc_pdl *p, uint64_t now_ns);
+
+/* Since when the peer owes us a word and has said none: the latest of its last accepted
+ * packet, the first transmission made while nothing of ours was outstanding and the end
+ * of the last RNR wait (until then we owe the retransmission). A packet waiting locally
+ * (window, pacing, not yet sent) owes nothing. UINT64_MAX when nothing
+ * is outstanding. The connection's liveness clock (cfg.give_up_ns, the transaction
+ * timeout above): silence is measured from here, never from a submission. */
+uint64_t fc_pdl_quiet_since(const struct fc_pdl *p);
+/* Time of the peer's last accepted packet (0: none yet). */
+uint64_t fc_pdl_heard_ns(const struct fc_pdl *p);
+/* The caller did not run for stall_ns (a stopped or starved process) and now_ns is when
+ * it noticed: that time does not count as the peer's silence (the liveness clock moves
+ * forward by stall_ns, never past now), and every retransmit timer that expired meanwhile
+ * is re-armed once, one RTO from now, without counting a retry or telling the RUE: the
+ * peer's answers are likely waiting in the caller's socket. O(timers armed); called on a
+ * stall only. */
+void fc_pdl_stalled(struct fc_pdl *p, uint64_t stall_ns, uint64_t now_ns);
+/* Change cfg.give_up_ns of a live connection (verbs' modify_qp of timeout / retry_cnt). */
+void fc_pdl_set_give_up(struct fc_pdl *p, uint64_t give_up_ns);
 
 /* What the I/O shell saw of a packet's path before handing it to fc_pdl_rx: forward hop
  * count (initial TTL - received TTL) and whether IP carried ECN CE. Both go back to the

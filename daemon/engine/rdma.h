@@ -275,7 +275,22 @@ struct fc_rdma_qp_init {
 	uint32_t qkey;          /* UD */
 	uint8_t min_rnr_timer;  /* 5-bit RNR timeout code (Falcon 7.8 / IB) */
 	uint8_t rnr_retry;      /* 0..7, 7 = infinite; see the file comment */
+	uint64_t timeout_ns;    /* RC / XRC: the connection's liveness budget once bound
+				   (fc_txn_set_timeout; fc_rdma_verbs_timeout_ns of verbs'
+				   timeout and retry_cnt); 0: the connection's own */
 };
+
+/* Verbs' transport timer as Falcon's (docs/conformance.md): a QP's timeout code t gives
+ * IB's local ACK timeout 4.096 us x 2^t, retried retry_cnt times; Falcon retransmits on
+ * its own RTO (Swift's, far shorter) and gives a connection up when the peer has said
+ * nothing for the whole budget, (retry_cnt + 1) such timeouts, while we ran. t = 0 is
+ * IB's infinite timeout: UINT64_MAX, never. */
+static inline uint64_t fc_rdma_verbs_timeout_ns(uint8_t timeout, uint8_t retry_cnt)
+{
+	if (!timeout)
+		return UINT64_MAX;
+	return (4096ull << (timeout & 31)) * ((uint64_t)(retry_cnt & 7) + 1);
+}
 
 /* RC, strongly ordered, verbs mode, depths 64, 4 SGEs, 128 in flight, RNR timer code 1
  * (10 us), rnr_retry 7. */
@@ -409,6 +424,11 @@ int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_a
 int fc_rdma_qp_destroy(struct fc_rdma *d, uint32_t qpn);
 /* enum fc_rdma_qp_state, or -ENOENT. */
 int fc_rdma_qp_state(const struct fc_rdma *d, uint32_t qpn);
+/* Verbs' timer attributes of a live QP (modify_qp of timeout / retry_cnt, rnr_retry,
+ * min_rnr_timer): timeout_ns as fc_rdma_qp_init's (0: leave it), applied to the bound
+ * connection at once; rnr_retry > 7 or min_rnr_timer > 31 leave those. 0 or -ENOENT. */
+int fc_rdma_qp_set_timers(struct fc_rdma *d, uint32_t qpn, uint64_t timeout_ns,
+			  uint8_t rnr_retry, uint8_t min_rnr_timer);
 
 /*
  * Post a send WR (copied). Returns 0 (it will complete exactly once), or

@@ -105,6 +105,7 @@ struct qp {
 	uint32_t pd, send_cq, recv_cq, srq, xrcd, qkey, remote_qpn;
 	struct conn *c;
 	uint8_t min_rnr_timer, rnr_retry;
+	uint64_t timeout_ns;    /* fc_rdma_qp_init.timeout_ns: given to the connection */
 	uint32_t max_send_sge;
 	/* requester */
 	struct swqe *sq;

@@ -164,6 +164,31 @@ static void qp_free_mem(struct qp *q)
 
 /* The connection t a connected QP of that ordering may use: ours, 1:1, ordered as the
  * mode wants, free. */
+/* A connected QP's timer attributes go to its Falcon connection (one per RC / XRC QP). */
+static void qp_conn_timeout(const struct qp *q)
+{
+	if (q->c && q->timeout_ns && is_connected(q->type) && !q->c->mn)
+		fc_txn_set_timeout(q->c->t, q->timeout_ns);
+}
+
+int fc_rdma_qp_set_timers(struct fc_rdma *d, uint32_t qpn, uint64_t timeout_ns,
+			  uint8_t rnr_retry, uint8_t min_rnr_timer)
+{
+	struct qp *q = qp_get(d, qpn);
+
+	if (!q)
+		return -ENOENT;
+	if (timeout_ns) {
+		q->timeout_ns = timeout_ns;
+		qp_conn_timeout(q);
+	}
+	if (rnr_retry <= 7)
+		q->rnr_retry = rnr_retry;
+	if (min_rnr_timer <= FC_NACK_RNR_TO_MASK)
+		q->min_rnr_timer = min_rnr_timer;
+	return 0;
+}
+
 static int check_conn(const struct fc_rdma *d, struct fc_txn *t, uint8_t order, struct conn **out)
 {
 	struct conn *c = conn_of(d, t);
@@ -298,7 +323,9 @@ int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32
 	q->c = c;
 	q->min_rnr_timer = a->min_rnr_timer;
 	q->rnr_retry = a->rnr_retry;
+	q->timeout_ns = a->timeout_ns;
 	q->max_send_sge = a->max_send_sge;
+	qp_conn_timeout(q);
 	qp_take_refs(d, q, 1);
 	qp_reset(d, q);
 	*qpn = q->num;
@@ -352,6 +379,7 @@ int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_a
 			q->c = c;
 			conn_ref(c);
 			c->qp = q;
+			qp_conn_timeout(q);
 		}
 		q->remote_qpn = attr->remote_qpn;
 		q->state = to;

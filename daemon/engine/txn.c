@@ -520,6 +520,7 @@ static int hand_to_pdl(struct fc_txn *t, int qi)
 		t->push_in_pdl++;
 	islot(t, k->rsn)->state = k->type == FC_PKT_PUSH_DATA ? FC_TXN_PUSH_DATA_TX :
 				  FC_TXN_PULL_REQ_TX;
+	txn_ini_started(t, k->rsn, t->now_ns);
 	return 0;
 }
 
@@ -677,6 +678,19 @@ void fc_txn_engine_on_timer(struct fc_txn_engine *e, uint64_t now)
 		txn_conn_finish(t);
 	}
 	txn_engine_flush(e);
+}
+
+void fc_txn_engine_stalled(struct fc_txn_engine *e, uint64_t stall_ns, uint64_t now)
+{
+	for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
+		struct fc_txn *t = e->conn[i];
+
+		if (!t || t->dead)
+			continue;
+		txn_set_now(t, now);
+		fc_pdl_stalled(t->pdl, stall_ns, now);
+		txn_touch(t); /* its retransmit timers moved */
+	}
 }
 
 /* ------------------------------------------------------------------------ */
@@ -899,6 +913,9 @@ struct fc_txn *fc_txn_conn_new(struct fc_txn_engine *e, const struct fc_txn_conn
 		      (cfg->pdl.tx_window[FC_WIN_DATA] / 2 ? cfg->pdl.tx_window[FC_WIN_DATA] / 2 : 1);
 	t->hpos = t->rd_next = t->rd_prev = t->cw_next = NONE;
 	t->dl_ns = UINT64_MAX;
+	t->tmo_ns = cfg->txn_timeout_ns ? cfg->txn_timeout_ns :
+		    (e->cfg.txn_timeout_ns ? e->cfg.txn_timeout_ns : UINT64_MAX);
+	t->tmo_dl_ns = UINT64_MAX;
 	e->conn[slot] = t;
 	cid_insert(e, t); /* its CID was looked up above */
 	return t;

@@ -138,7 +138,12 @@ struct fc_txn_engine_cfg {
 	 * mtu_bytes (CR#3). */
 	uint32_t red_pkts, red_cells;
 	uint32_t fn_limit[FC_TXN_MAX_FN][FC_TXN_RES_COUNT]; /* per function; 0 = none */
-	uint64_t txn_timeout_ns;  /* initiator transaction timeout (section 11); 0 = none */
+	/* initiator transaction timeout (section 11); 0 = none. A connection's own
+	 * (fc_txn_conn_cfg.txn_timeout_ns, fc_txn_set_timeout) replaces it. The clock runs
+	 * only while the peer owes us a word (fc_pdl_quiet_since): a transaction queued
+	 * behind the congestion window, waiting for credits or for an RNR'd receiver that
+	 * keeps answering is not timed out as if the network had lost it. */
+	uint64_t txn_timeout_ns;
 	uint32_t rxbuf_alpha_q16; /* EMA constant of the network-request occupancy the ACKs
 				   * report (10.2), 65536 = 1 (instantaneous); 0 = rxbuf.h's default */
 };
@@ -158,6 +163,8 @@ struct fc_txn_conn_cfg {
 	/* per-connection credits (first six, 8.2.3) and network-request limits (last two,
 	 * section 11); 0 = no per-connection limit. Credits are ignored when mn is set. */
 	uint32_t limit[FC_TXN_RES_COUNT];
+	uint64_t txn_timeout_ns;  /* this connection's transaction timeout (verbs' timeout x
+				   * (retry_cnt + 1)); 0: the engine's; UINT64_MAX: none */
 	uint32_t pdl_push_max;    /* Push Data in the PDL at once, leaving the data window
 				   * room for Pull Data (CR#2); 0 = half the data window */
 	int mn;                   /* M:N association (e.g. RDMA UD): no credits; a
@@ -276,6 +283,10 @@ int fc_txn_engine_poll_tx(struct fc_txn_engine *e, uint64_t now_ns, void *buf, s
  * RNR redeliveries); UINT64_MAX when idle. */
 uint64_t fc_txn_engine_next_deadline(const struct fc_txn_engine *e);
 void fc_txn_engine_on_timer(struct fc_txn_engine *e, uint64_t now_ns);
+/* The caller did not run for stall_ns and noticed at now_ns (fc_pdl_stalled for every
+ * connection: that time is not the peer's silence, expired retransmit timers re-armed
+ * once). Sweeps every connection: for a detected stall, never per packet. */
+void fc_txn_engine_stalled(struct fc_txn_engine *e, uint64_t stall_ns, uint64_t now_ns);
 
 /* ---- the ULP's side: initiator ---- */
 
@@ -299,6 +310,12 @@ int fc_txn_push_sg(struct fc_txn *t, const void *hdr, uint32_t hdr_len, uint32_t
  * also when resp_len > mtu_bytes. */
 int fc_txn_pull(struct fc_txn *t, const void *req, uint32_t len, uint32_t resp_len,
 		uint64_t cookie, uint64_t now_ns, uint32_t *rsn);
+/* The connection's liveness budget from now on (verbs' modify_qp of timeout /
+ * retry_cnt): the transaction timeout and the PDL's give_up_ns (pdl.h) both become
+ * timeout_ns; UINT64_MAX: never give up (verbs' timeout 0); 0: the engine's timeout and
+ * the PDL's retry count alone. */
+void fc_txn_set_timeout(struct fc_txn *t, uint64_t timeout_ns);
+uint64_t fc_txn_timeout(const struct fc_txn *t);
 /* Credits left per counter (first FC_TXN_ULP_CREDITS of enum fc_txn_res); UINT32_MAX
  * where there is no per-connection limit. */
 void fc_txn_credits(const struct fc_txn *t, uint32_t credits[FC_TXN_ULP_CREDITS]);

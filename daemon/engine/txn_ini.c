@@ -210,7 +210,6 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 		.cookie = cookie, .rsn = rsn, .txp = k, .resp_len = resp_len, .used = 1,
 		.kind = kind, .rx_cells = need.n[FC_TXN_REQ_BUF_RX],
 		.cells = txn_cells_get(e, need.n[FC_TXN_REQ_BUF_RX]),
-		.deadline_ns = e->cfg.txn_timeout_ns ? now + e->cfg.txn_timeout_ns : UINT64_MAX,
 		.state = kind == FC_TXN_PUSH ? FC_TXN_PUSH_REQ_ULP_RX : FC_TXN_PULL_REQ_ULP_RX,
 	};
 	txn_q_append(t, Q_REQ, k);
@@ -221,7 +220,7 @@ static int ini_submit(struct fc_txn *t, uint8_t kind, const void *data, uint32_t
 		t->cnt.pull_ulp++;
 	if (rsn_out)
 		*rsn_out = rsn;
-	txn_touch_deadline(t, s->deadline_ns); /* queued output and one more deadline */
+	txn_touch(t); /* queued output (its timeout starts when it goes to the PDL) */
 	return 0;
 }
 
@@ -318,29 +317,77 @@ void txn_ini_resync(struct fc_txn *t, const struct fc_pdl_rx_pkt *p)
 	txn_ini_drain(t);
 }
 
-/* Transaction timeouts (section 11, kCmplLocalTO). Deadlines grow with the RSN. */
+/* Transaction timeouts (section 11, kCmplLocalTO), as verbs' local ACK timeout: a
+ * transaction times out when the peer owed it a word for tmo_ns and said nothing. Owed:
+ * a Pull Request acknowledged and its Pull Data not here (the peer's ULP has it), or the
+ * transaction in the PDL while the PDL waits for the peer (fc_pdl_quiet_since). Nothing
+ * is owed by a transaction still in our queues, paced, or unsent behind the window. */
+static uint64_t ini_quiet_since(const struct fc_txn *t, const struct islot *s)
+{
+	uint64_t since;
+
+	if (s->state == FC_TXN_PULL_REQ_ACKD)
+		since = fc_pdl_heard_ns(t->pdl);
+	else if ((since = fc_pdl_quiet_since(t->pdl)) == UINT64_MAX)
+		return UINT64_MAX;
+	return since > s->start_ns ? since : s->start_ns;
+}
+
+void txn_ini_started(struct fc_txn *t, uint32_t rsn, uint64_t now)
+{
+	islot(t, rsn)->start_ns = now;
+	if (t->tmo_ns != UINT64_MAX && t->tmo_dl_ns == UINT64_MAX) {
+		t->tmo_dl_ns = now + t->tmo_ns;
+		txn_touch_deadline(t, t->tmo_dl_ns);
+	}
+}
+
+/* At tmo_dl_ns: fail what was owed an answer for tmo_ns, and find when the next may be
+ * due. Bounded by the transactions outstanding; runs about once per tmo_ns. */
 void txn_ini_timeouts(struct fc_txn *t, uint64_t now)
 {
+	uint64_t next = UINT64_MAX;
+
+	if (now < t->tmo_dl_ns)
+		return;
 	for (uint32_t r = t->brsn; r != t->nrsn; r++) {
 		struct islot *s = islot(t, r);
+		uint64_t since, due;
 
-		if (!s->used || s->ready)
+		if (!s->used || s->ready || s->state == FC_TXN_PUSH_REQ_ULP_RX ||
+		    s->state == FC_TXN_PULL_REQ_ULP_RX)
+			continue; /* done, or not handed to the PDL yet */
+		since = ini_quiet_since(t, s);
+		due = since == UINT64_MAX ? now + t->tmo_ns : since + t->tmo_ns;
+		if (due <= now) {
+			t->cnt.timeouts++;
+			txn_ini_fail(t, s, FC_CMPL_LOCAL_TO);
 			continue;
-		if (s->deadline_ns > now)
-			break;
-		t->cnt.timeouts++;
-		txn_ini_fail(t, s, FC_CMPL_LOCAL_TO);
+		}
+		if (due < next)
+			next = due;
 	}
+	t->tmo_dl_ns = t->tmo_ns == UINT64_MAX ? UINT64_MAX : next;
 	txn_ini_drain(t);
 }
 
 uint64_t txn_ini_deadline(const struct fc_txn *t)
 {
-	for (uint32_t r = t->brsn; r != t->nrsn; r++) {
-		const struct islot *s = islot(t, r);
+	/* a stale tmo_dl_ns (what it waited for completed) costs one early look at most */
+	return t->brsn == t->nrsn ? UINT64_MAX : t->tmo_dl_ns;
+}
 
-		if (s->used && !s->ready)
-			return s->deadline_ns;
-	}
-	return UINT64_MAX;
+void fc_txn_set_timeout(struct fc_txn *t, uint64_t timeout_ns)
+{
+	t->tmo_ns = timeout_ns ? timeout_ns :
+		    (t->e->cfg.txn_timeout_ns ? t->e->cfg.txn_timeout_ns : UINT64_MAX);
+	fc_pdl_set_give_up(t->pdl, timeout_ns);
+	/* re-armed from now: the next look finds each transaction's own due time */
+	t->tmo_dl_ns = t->tmo_ns == UINT64_MAX ? UINT64_MAX : t->now_ns;
+	txn_touch(t);
+}
+
+uint64_t fc_txn_timeout(const struct fc_txn *t)
+{
+	return t->tmo_ns;
 }

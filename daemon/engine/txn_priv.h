@@ -41,7 +41,8 @@ struct txq {
 
 /* Initiator transaction (8.4.1). */
 struct islot {
-	uint64_t cookie, deadline_ns;
+	uint64_t cookie;
+	uint64_t start_ns;     /* handed to the PDL: the earliest the timeout can count from */
 	uint32_t rsn, txp, cells, len, resp_len;
 	uint32_t rx_cells;     /* Req Buf Rx charged: cells reserved for the Pull Data */
 	uint8_t used, kind, state, ready, stored, code, ulp_code;
@@ -73,6 +74,9 @@ struct fc_txn {
 	uint64_t now_ns;
 
 	/* initiator (8.4.1) */
+	uint64_t tmo_ns;         /* transaction timeout in force (UINT64_MAX: none) */
+	uint64_t tmo_dl_ns;      /* when one may have timed out first (UINT64_MAX: nothing
+				  * handed to the PDL is outstanding); txn_ini_timeouts */
 	uint32_t brsn, nrsn, imask, iready;
 	struct islot *is;
 	int completing;
@@ -227,6 +231,8 @@ void txn_ini_pull_data(struct fc_txn *t, const struct fc_pdl_rx_pkt *p);
 void txn_ini_tx_done(struct fc_txn *t, uint32_t idx, uint32_t rsn, uint8_t type,
 		     enum fc_tx_status st, uint8_t code);
 void txn_ini_timeouts(struct fc_txn *t, uint64_t now);
+/* A transaction went to the PDL at now: its timeout may start (hand_to_pdl). */
+void txn_ini_started(struct fc_txn *t, uint32_t rsn, uint64_t now);
 
 /* txn_tgt.c */
 uint64_t txn_tgt_deadline(const struct fc_txn *t);

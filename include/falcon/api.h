@@ -27,7 +27,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define FC_API_VERSION 3u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC */
+#define FC_API_VERSION 4u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC;
+				 * 4: verbs' QP timers (timeout, retry_cnt) */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
 
@@ -122,7 +123,9 @@ struct fc_api_qp_attr {
 	uint32_t sq_entries, rq_entries;    /* powers of 2 (0 where the type has no ring) */
 	uint32_t max_send_sge, max_recv_sge, max_inflight;
 	uint8_t type, ordering, rnr_retry, min_rnr_timer; /* type: enum falcon_qp_type */
-	uint8_t err_mode, pad[3];
+	uint8_t err_mode;
+	uint8_t timeout, retry_cnt; /* verbs' codes (falcon.h); timeout 0: never */
+	uint8_t pad;
 	uint32_t srq;          /* an SRQ handle: receives come from it (rq_entries unused);
 				  0: the QP's own receive ring */
 	uint32_t xrcd;         /* XRC target: its XRC domain's handle */
@@ -155,17 +158,18 @@ struct fc_api_modify_qp {
 	uint32_t handle;
 	uint8_t state;
 	uint8_t addr_len;      /* RTR of RC / XRC: bytes of addr used */
-	uint16_t pad;
+	uint16_t attr_mask;    /* FALCON_QP_ATTR_*: the timers below to set */
 	uint32_t dest_qpn;     /* RTR of RC / XRC */
 	int32_t timeout_ms;    /* < 0: the daemon's bound */
 	uint8_t addr[28];
-	uint32_t pad2;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 };
 struct fc_api_query_qp_rep {
 	uint8_t state;         /* enum falcon_qp_state */
 	uint8_t connected;     /* RC / XRC: the connection is open */
 	uint16_t pad;
-	uint32_t qpn, remote_qpn, pad2;
+	uint32_t qpn, remote_qpn;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 };
 
 /* CREATE_AH: an address handle in pd for the peer daemon at addr (CM address). The reply

@@ -225,6 +225,11 @@ struct falcon_qp_init_attr {
 				      falcon_post_recv on it is -EINVAL. NULL: its own */
 	struct falcon_xrcd *xrcd;  /* XRC_RECV: its XRC domain */
 	uint32_t qkey;             /* UD: datagrams to this QP must carry it */
+	/* verbs' transport timer, with FALCON_QP_TIMEOUT_SET in flags (else 14 and 7,
+	   rdma-core's examples' and perftest's values: 67 ms x 8 = 0.54 s): */
+	uint8_t timeout;           /* local ACK timeout 4.096 us x 2^timeout, 1..31; 0: wait
+				      forever */
+	uint8_t retry_cnt;         /* 0..7 */
 };
 
 /* What each QP type uses of struct falcon_qp_init_attr:
@@ -235,6 +240,25 @@ struct falcon_qp_init_attr {
  *   XRC_RECV   xrcd, ordering (it must match the initiator's), err_mode, RNR fields */
 
 #define FALCON_QP_RNR_RETRY_SET 0x1u /* use rnr_retry as given (else 7) */
+#define FALCON_QP_TIMEOUT_SET 0x2u   /* use timeout and retry_cnt as given (else 14, 7) */
+#define FALCON_QP_TIMEOUT_DEFAULT 14u
+#define FALCON_QP_RETRY_CNT_DEFAULT 7u
+
+/* Timers, as verbs defines them (docs/conformance.md, "Timers"):
+ *   timeout, retry_cnt  the peer may stay silent for 4.096 us x 2^timeout x
+ *                       (retry_cnt + 1) while something is owed to us (a packet sent
+ *                       and unanswered, a READ's data) and while our daemon runs; then
+ *                       the QP's outstanding WRs complete FALCON_WC_RETRY_EXC_ERR, the QP
+ *                       goes to the error state and the peer's QP is told (its WRs
+ *                       flush). Packets lost meanwhile are retransmitted on Falcon's own
+ *                       RTO, far shorter. Waiting locally (congestion window, credits) and
+ *                       a receiver answering RNR do not count; nor does time our daemon
+ *                       did not run (a stopped or starved falcond forgives its peers).
+ *   rnr_retry           times a message may be refused for want of a receive WQE
+ *                       before it completes FALCON_WC_RNR_RETRY_EXC_ERR; 7: forever.
+ *   min_rnr_timer       how long the sender waits after such a refusal (IB's 5-bit
+ *                       code: 1 = 0.01 ms ... 14 = 1.28 ms ... 31 = 491.52 ms, 0 =
+ *                       655.36 ms). */
 
 /* Connect to the service on host: host is "name-or-address[:cm-port]" of the peer's
  * falcond (cm-port default FALCON_CM_PORT_DEFAULT; IPv6 literals in brackets). Sets up a
@@ -292,19 +316,37 @@ struct falcon_qp_attr {
 	const char *dest_host;     /* RTR of RC / XRC: the peer's falcond, as falcon_connect's
 				      host ("name-or-address[:cm-port]") */
 	int timeout_ms;            /* RTR of RC / XRC: bound on the setup (< 0: about 3 s) */
+	uint32_t attr_mask;        /* FALCON_QP_ATTR_*: which of the timers below to set (in
+				      any transition, or with qp_state the QP's current one;
+				      they apply to a live connection at once) */
+	uint8_t timeout;           /* as struct falcon_qp_init_attr's */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
 };
+
+#define FALCON_QP_ATTR_TIMEOUT 0x1u
+#define FALCON_QP_ATTR_RETRY_CNT 0x2u
+#define FALCON_QP_ATTR_RNR_RETRY 0x4u
+#define FALCON_QP_ATTR_MIN_RNR_TIMER 0x8u
 
 /* A QP of any type in RESET, in pd, with rings as attr says. NULL and errno: EINVAL (bad
  * attr, objects of another context), ENOENT, ENOSPC, ENOMEM, ENOTCONN. */
 struct falcon_qp *falcon_create_qp(struct falcon_pd *pd, const struct falcon_qp_init_attr *attr);
 /* Move a QP of falcon_create_qp to attr->qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR,
- * ERR -> RESET. 0, or -EINVAL (a transition not in that list, RTR of RC / XRC without
+ * ERR -> RESET; attr->attr_mask's timers are set on the way (on any QP, with qp_state
+ * its current state: falcon_query_qp's). 0, or -EINVAL (a transition not in that list,
+ * a timer out of range, RTR of RC / XRC without
  * dest_host, a QP of falcon_connect / falcon_accept), -ENOENT / -EHOSTUNREACH (the host
  * does not resolve), -EAFNOSUPPORT (an address family the daemon does not listen on). */
 int falcon_modify_qp(struct falcon_qp *qp, const struct falcon_qp_attr *attr);
 /* The QP's state (enum falcon_qp_state) and, for RC / XRC, whether its connection is open
  * (*connected: 0 or 1; may be NULL). A negative errno on failure. */
 int falcon_query_qp(struct falcon_qp *qp, int *connected);
+/* The QP's attributes into attr (attr->size set by the caller): qp_state, dest_qp_num
+ * and the four timers (attr_mask says all four). 0 or a negative errno (-EINVAL: NULL,
+ * size too small; -EBUSY: a QP of falcon_connect / falcon_accept still connecting). */
+int falcon_query_qp_attr(struct falcon_qp *qp, struct falcon_qp_attr *attr);
 
 /* ---- address handles (UD) ---- */
 

@@ -334,6 +334,68 @@ static void test_lost_ack_recovered_by_timeout(void **state)
 }
 
 static void retx3(struct fc_pdl_cfg *c) { c->max_retx = 3; }
+static void retx1_quiet_10ms(struct fc_pdl_cfg *c)
+{
+	c->max_retx = 1;
+	c->give_up_ns = 10000000; /* 10 ms */
+}
+
+/* With give_up_ns, max_retx spent is not enough: the packet is retransmitted at the
+ * longest backoff until the peer has been silent for give_up_ns (verbs' timeout x
+ * (retry_cnt + 1)); only then the Resync (section 11). */
+static void test_give_up_needs_silence(void **state)
+{
+	uint64_t t = 0;
+	struct fc_falcon_pkt last;
+	uint8_t lastbuf[4096];
+	int n = 0;
+
+	(void)state;
+	setup_pair(retx1_quiet_10ms);
+	submit(A, FC_PKT_PUSH_DATA, 7, 0);
+	pump(A, B, t, drop_all, NULL, NULL);
+	assert_int_equal(fc_pdl_quiet_since(A->p), 0); /* owed since the first send */
+	for (;;) {
+		t = fc_pdl_next_deadline(A->p);
+		fire(A, t);
+		pump(A, B, t, drop_all, &last, lastbuf);
+		if (last.type == FC_PKT_RESYNC)
+			break;
+		assert_true(t < 10000000); /* no Resync before 10 ms of silence */
+		assert_true(++n < 100);
+	}
+	assert_true(t >= 10000000);
+	assert_true(C(A)->retx_timeout > 1); /* retried past max_retx meanwhile */
+	assert_int_equal(A->fatal, 0);
+	teardown_pair();
+}
+
+/* fc_pdl_stalled: timers that expired while the caller did not run are re-armed one RTO
+ * later without a retry counted, and the stall is taken off the peer's silence. */
+static void test_stalled_rearms(void **state)
+{
+	uint64_t t0, stall_end;
+
+	(void)state;
+	setup_pair(retx1_quiet_10ms);
+	submit(A, FC_PKT_PUSH_DATA, 7, 0);
+	pump(A, B, 0, drop_all, NULL, NULL);
+	t0 = fc_pdl_next_deadline(A->p);
+	stall_end = t0 + 50000000; /* the caller stopped 50 ms past the first timeout */
+	fc_pdl_stalled(A->p, 20000000, stall_end); /* 20 ms of it a stall */
+	assert_int_equal(C(A)->stalls, 1);
+	assert_int_equal(C(A)->retx_timeout, 0);
+	assert_int_equal(fc_pdl_next_deadline(A->p), stall_end + fc_pdl_rto_ns(A->p) + 1);
+	assert_int_equal(fc_pdl_quiet_since(A->p), 20000000); /* owed from 0, less the stall */
+	fc_pdl_stalled(A->p, 200000000, stall_end); /* never past now */
+	assert_int_equal(fc_pdl_quiet_since(A->p), stall_end);
+	assert_int_equal(C(A)->retx_timeout, 0);
+	fire(A, stall_end + fc_pdl_rto_ns(A->p) + 1); /* now a real timeout: a retry */
+	assert_int_equal(C(A)->retx_timeout, 1);
+	assert_int_equal(A->fatal, 0);
+	teardown_pair();
+}
+
 
 /* Section 11: the packet times out max_retx times, is replaced by a Resync with the same
  * PSN; the Resync times out max_retx times too: the connection is fatal, resources are
@@ -1134,6 +1196,8 @@ int main(void)
 		cmocka_unit_test(test_lost_ack_recovered_by_next_ack),
 		cmocka_unit_test(test_lost_ack_recovered_by_timeout),
 		cmocka_unit_test(test_max_retx_resync_fatal),
+		cmocka_unit_test(test_give_up_needs_silence),
+		cmocka_unit_test(test_stalled_rearms),
 		cmocka_unit_test(test_exhausted_then_resync_acked),
 		cmocka_unit_test(test_push_rnr),
 		cmocka_unit_test(test_rnr_resets_retry_count),

@@ -1010,16 +1010,22 @@ static void short_timeout(struct fc_txn_engine_cfg *c, int host)
 	c->txn_timeout_ns = 100 * US;
 }
 
+/* The timeout counts from the peer's last word while it owes us one (verbs' local ACK
+ * timeout): B holds the push and says nothing after its first ACK. */
 static void test_txn_timeout(void **state)
 {
+	uint64_t heard;
+
 	(void)state;
 	setup(short_timeout, NULL);
 	B->hold = 1;
 	push(A, 100);
-	run(99 * US);
+	run(20 * US);
+	heard = fc_pdl_heard_ns(fc_txn_pdl(A->t));
+	assert_true(heard < 20 * US); /* 0 when B said nothing at all */
+	run(heard > 0 ? heard + 99 * US : 99 * US);
 	assert_int_equal(A->nc, 0);
-	assert_int_equal(fc_txn_engine_next_deadline(A->e), 100 * US);
-	run(101 * US);
+	run(heard + 101 * US);
 	assert_int_equal(A->nc, 1);
 	assert_int_equal(A->c[0].code, FC_CMPL_LOCAL_TO);
 	assert_int_equal(CNT(A)->timeouts, 1);
@@ -1027,9 +1033,92 @@ static void test_txn_timeout(void **state)
 	assert_int_equal(fc_txn_used(A->t, FC_TXN_REQ_PKT_RX), 0);
 	assert_int_equal(fc_txn_used(A->t, FC_TXN_REQ_PKT_TX), 1);
 	assert_int_equal(fc_txn_accept(B->t, 1, now), 0); /* late */
-	run(MS);
+	run(now + MS);
 	assert_int_equal(A->nc, 1); /* exactly once */
 	assert_all_returned();
+	teardown();
+}
+
+/* Transactions paced behind a congestion window below one packet wait far longer than
+ * the timeout before they are sent: waiting locally is not a loss (issue: 32 QPs on a
+ * busy host ended RETRY_EXC_ERR while only queued behind Swift's window). */
+static void paced(struct fc_txn_conn_cfg *c, int host)
+{
+	base_conn_cfg(c, host);
+	if (host == 0) {
+		c->pdl.fcwnd_fp = FC_CWND_ONE / 50; /* 0.02 packets */
+		c->pdl.ipg_ns = 300 * US;           /* one packet per 3 timeouts */
+	}
+}
+
+static void test_timeout_not_while_paced(void **state)
+{
+	(void)state;
+	setup(short_timeout, paced);
+	for (int i = 0; i < 4; i++)
+		push(A, 100);
+	run(5 * MS);
+	assert_int_equal(A->nc, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(A->c[i].code, FC_CMPL_ACK);
+	assert_true(now >= 900 * US); /* the last one really waited 9 timeouts to go */
+	assert_int_equal(CNT(A)->timeouts, 0);
+	assert_all_returned();
+	teardown();
+}
+
+/* A receiver that answers RNR for 50 timeouts: every NACK is the peer's word, so the
+ * push waits (rnr_retry 7 is "forever") and completes once the receive is there. */
+static void ulp_rnr_until_flag(struct host *h, const struct fc_txn_req *r)
+{
+	if (!h->flag) {
+		assert_int_equal(fc_txn_rnr(h->cur, r->rsn, 14 /* 1.28 ms */, now), 0);
+		return;
+	}
+	ulp_default(h, r);
+}
+
+static void test_timeout_not_during_rnr(void **state)
+{
+	(void)state;
+	setup(short_timeout, NULL);
+	B->on_req = ulp_rnr_until_flag;
+	push(A, 100);
+	run(5 * MS); /* 50 timeouts of RNR NACKs */
+	assert_int_equal(A->nc, 0);
+	assert_true(CNT(B)->ulp_rnr >= 3);
+	B->flag = 1;
+	run(20 * MS);
+	assert_int_equal(A->nc, 1);
+	assert_int_equal(A->c[0].code, FC_CMPL_ACK);
+	assert_int_equal(CNT(A)->timeouts, 0);
+	assert_all_returned();
+	teardown();
+}
+
+/* fc_txn_set_timeout: UINT64_MAX never times out a held push (nor gives up its
+ * packet); a finite one set later applies at once, counted from the peer's last word
+ * (B said nothing since its first ACK, 50 ms ago). */
+static void test_set_timeout(void **state)
+{
+	(void)state;
+	setup(short_timeout, NULL);
+	fc_txn_set_timeout(A->t, UINT64_MAX);
+	assert_int_equal(fc_txn_timeout(A->t), UINT64_MAX);
+	B->hold = 1;
+	push(A, 100);
+	run(50 * MS);
+	if (A->nc)
+		fail_msg("completed with code %u", A->c[0].code);
+	assert_false(fc_txn_is_dead(A->t));
+	assert_true(now - fc_pdl_heard_ns(fc_txn_pdl(A->t)) > 2 * MS);
+	fc_txn_set_timeout(A->t, 2 * MS);
+	assert_int_equal(fc_txn_timeout(A->t), 2 * MS);
+	run(now + 10 * US);
+	assert_int_equal(A->nc, 1);
+	assert_int_equal(A->c[0].code, FC_CMPL_LOCAL_TO);
+	fc_txn_set_timeout(A->t, 0); /* the engine's */
+	assert_int_equal(fc_txn_timeout(A->t), 100 * US);
 	teardown();
 }
 
@@ -1744,6 +1833,9 @@ int main(void)
 		cmocka_unit_test(test_pull_rnr_local),
 		cmocka_unit_test(test_rnr_unordered),
 		cmocka_unit_test(test_txn_timeout),
+		cmocka_unit_test(test_timeout_not_while_paced),
+		cmocka_unit_test(test_timeout_not_during_rnr),
+		cmocka_unit_test(test_set_timeout),
 		cmocka_unit_test(test_pull_timeout_late_data),
 		cmocka_unit_test(test_pull_nack_cid),
 		cmocka_unit_test(test_dead_conn),
