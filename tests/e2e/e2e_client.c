@@ -1026,7 +1026,7 @@ static void stall_flushed(struct side *b)
 static void stall(struct side *a, struct side *b, double seconds, int expect_retry)
 {
 	struct ov o = { 0 };
-	struct falcon_wc wc;
+	struct falcon_wc wc = { 0 };
 
 	check_attrs(a, "A");
 	check_attrs(b, "B");

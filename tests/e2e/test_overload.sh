@@ -130,6 +130,10 @@ run_mode() { # security mode
 		e2e_fail "$sec: only $hogs_alive of $HOGS hogs ran to the end"
 	kill -0 "$TD_PID_A" 2>/dev/null && kill -0 "$TD_PID_B" 2>/dev/null &&
 		e2e_ok "$sec: both daemons alive" || e2e_fail "$sec: a daemon died"
+	local n
+	for n in a b; do # how often each daemon found it had not run (10 ms and more)
+		echo "$n: $("$FALCONCTL" -j -r "$TD_DIR/$n" stats | grep -oE '"(stalls|stall_ns)":[0-9]*' | head -2 | tr '\n' ' ')"
+	done
 	grep -hiE 'warn|stall|timed out|timeout' "$TD_DIR/a.log" "$TD_DIR/b.log" | tail -n 5
 	td_stop
 }

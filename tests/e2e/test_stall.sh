@@ -113,6 +113,9 @@ stall_case() {
 			e2e_ok "$what: all of it within $after s after SIGCONT" ||
 			e2e_fail "$what: the client ended $after s after SIGCONT (bound $FLUSH_BOUND_S s)"
 	fi
+	# what B's stall detection saw (information only: a loop that slept with no deadline
+	# of its own, nothing owed to it, has no peer to forgive and counts nothing)
+	echo "B: $("$FALCONCTL" -j -r "$TD_DIR/b" stats | grep -oE '"(stalls|stall_ns)":[0-9]*' | head -2 | tr '\n' ' ')"
 	kill -0 "$TD_PID_A" 2>/dev/null && kill -0 "$TD_PID_B" 2>/dev/null &&
 		e2e_ok "$what: both daemons alive" || e2e_fail "$what: a daemon died"
 	grep -hiE 'warn|stall|silent|timed? ?out' "$TD_DIR/a.log" "$TD_DIR/b.log" | tail -n 6
