@@ -867,6 +867,22 @@ static struct cm_rec *find_conn(struct fd_cm *cm, const struct sockaddr_storage 
 	return NULL;
 }
 
+void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid)
+{
+	for (struct cm_rec *r = cm->recs; r; r = r->next) {
+		char a[80];
+
+		if (r->lcid != lcid || r->state != ST_ESTABLISHED || r->kind == KIND_AH)
+			continue;
+		LOG_W("cm: %s connection %#x to %s failed: the peer was silent past QP %u's "
+		      "timers; telling it", kind_name[r->kind], r->lcid,
+		      addr_str(&r->cm_addr, a, sizeof(a)), r->lqpn);
+		r->state = ST_REMOTE_CLOSED; /* nothing more to say; the client closes it */
+		rec_send(r, CM_DREQ);        /* one try: the peer's own timers are the backstop */
+		return;
+	}
+}
+
 static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sockaddr_storage *from,
 		    socklen_t len)
 {

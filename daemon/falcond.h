@@ -182,6 +182,10 @@ int fd_cm_rotate_keys(struct fd_cm *cm);
 /* Security psp: the peer with identity pub is no longer allowed: its session ends and its
  * connections fail (their QPs go to the error state). Returns the sessions ended. */
 unsigned fd_cm_forget_identity(struct fd_cm *cm, const uint8_t pub[32]);
+/* The engine gave up the Falcon connection with local CID lcid (its peer silent past the
+ * QP's timers; the QP is in the error state): tell the peer (DREQ), whose QP then goes to
+ * the error state too and flushes, as a closing one does. */
+void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid);
 /* The open Falcon connection of an established id, else NULL. */
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id);
 /* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */

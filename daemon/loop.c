@@ -166,6 +166,14 @@ static int rue_offer(void *ctx, const struct fc_cc_event *ev, unsigned pred)
 	return fd_rue_thread_offer(ctx, ev, pred);
 }
 
+static void conn_dead(void *ctx, uint32_t cid)
+{
+	struct fd_daemon *d = ctx;
+
+	if (d->cm)
+		fd_cm_conn_dead(d->cm, cid);
+}
+
 static void rue_forget(void *ctx, uint32_t cid)
 {
 	fd_rue_thread_forget(ctx, cid);
@@ -419,6 +427,8 @@ int falcond_start(struct fd_daemon *d)
 		nc.rdma.pending_resp = d->cfg.pending_resp;
 	if (d->cfg.pull_defer_set)
 		nc.rdma.pull_defer_max = d->cfg.pull_defer;
+	nc.rdma.conn_dead = conn_dead;
+	nc.rdma.ev_ctx = d;
 	nc.txn.mtu_bytes = d->cfg.mtu_bytes + FC_RDMA_HDR_MAX;
 	nc.mr_cap = d->cfg.max_mrs;
 	nc.rand = key_rand;

@@ -250,6 +250,10 @@ struct fc_rdma_cfg {
 				  * RNR (8.5.3.4) */
 	/* called when an armed CQ gets a completion (fc_rdma_cq_arm); may be NULL */
 	void (*cq_event)(void *ctx, uint32_t cqn);
+	/* called when a connection failed (its peer silent past its timers, section 11),
+	 * after its QP went to the error state: the caller tells the peer. Must not call into
+	 * the engine. May be NULL. */
+	void (*conn_dead)(void *ctx, uint32_t cid);
 	void *ev_ctx;
 };
 

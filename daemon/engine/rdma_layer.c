@@ -181,6 +181,8 @@ static void on_dead(void *ctx, struct fc_txn *t, int reason)
 	rdma_run_deferred(c->d);
 	if (c->qp)
 		rdma_qp_to_err(c->qp, c->d);
+	if (c->d->cfg.conn_dead)
+		c->d->cfg.conn_dead(c->d->cfg.ev_ctx, fc_txn_local_cid(t));
 }
 
 static const struct fc_txn_ops rdma_txn_ops = {
