@@ -50,8 +50,9 @@
  *                                             with rnr_retry 1 and the shortest RNR timer
  *                                             completes RNR_RETRY_EXC_ERR
  * E2E_CONNECT_MS bounds the connect (default WAIT_MS). The QPs' attributes: E2E_QP_TIMEOUT
- * and E2E_QP_RETRY_CNT (with a library that has FALCON_QP_TIMEOUT_SET), E2E_RNR_RETRY,
- * E2E_MIN_RNR_TIMER; unset, the library's defaults.
+ * and E2E_QP_RETRY_CNT (with a library that has FALCON_QP_TIMEOUT_SET; E2E_QP_MODIFY=1:
+ * stall sets these two by falcon_modify_qp once connected, not at connect / accept),
+ * E2E_RNR_RETRY, E2E_MIN_RNR_TIMER; unset, the library's defaults.
  *
  * Exit status 0 only when every check passed. Every wait is bounded (WAIT_MS).
  */
@@ -142,6 +143,7 @@ static void side_open(struct side *s, const char *sock)
 static uint32_t err_mode = FALCON_ERR_VERBS;
 /* attributes of the QPs connected from here on, both sides (< 0: the library's default) */
 static int qp_timeout = -1, qp_retry_cnt = -1, qp_rnr_retry = -1, qp_min_rnr_timer = -1;
+static int timers_by_modify; /* E2E_QP_MODIFY: timeout / retry_cnt by modify_qp once connected */
 
 static int env_int(const char *name, int dflt)
 {
@@ -164,7 +166,7 @@ static struct falcon_qp_init_attr attr_of(struct side *s)
 	if (qp_min_rnr_timer >= 0)
 		a.min_rnr_timer = (uint8_t)qp_min_rnr_timer;
 #ifdef FALCON_QP_TIMEOUT_SET
-	if (qp_timeout >= 0 || qp_retry_cnt >= 0) {
+	if (!timers_by_modify && (qp_timeout >= 0 || qp_retry_cnt >= 0)) {
 		a.timeout = (uint8_t)(qp_timeout >= 0 ? qp_timeout : 14);
 		a.retry_cnt = (uint8_t)(qp_retry_cnt >= 0 ? qp_retry_cnt : 7);
 		a.flags |= FALCON_QP_TIMEOUT_SET;
@@ -971,6 +973,33 @@ static void overload(struct side *a, struct side *b, double seconds)
 	ov_print("overload", a->qp, &o);
 }
 
+/* E2E_QP_MODIFY: the timers set on the live QP (its current state, attr_mask), which
+ * must apply to its connection at once. */
+static void modify_timers(struct side *s, const char *who)
+{
+#ifdef FALCON_QP_TIMEOUT_SET
+	struct falcon_qp_attr at = { .size = sizeof(at) };
+	int st = falcon_query_qp(s->qp, NULL), rc;
+
+	at.qp_state = st < 0 ? FALCON_QPS_RTS : (uint32_t)st;
+	if (qp_timeout >= 0) {
+		at.attr_mask |= FALCON_QP_ATTR_TIMEOUT;
+		at.timeout = (uint8_t)qp_timeout;
+	}
+	if (qp_retry_cnt >= 0) {
+		at.attr_mask |= FALCON_QP_ATTR_RETRY_CNT;
+		at.retry_cnt = (uint8_t)qp_retry_cnt;
+	}
+	rc = falcon_modify_qp(s->qp, &at);
+	CHECK(rc == 0, "%s: modify_qp of the timers: %s", who, falcon_strerror(rc));
+	printf("%s QP %u: timers set by modify_qp (attr_mask %#x)\n", who, s->qp->qp_num,
+	       at.attr_mask);
+#else
+	(void)s;
+	(void)who;
+#endif
+}
+
 /* The QP's timeout attributes as the daemon holds them: what this program set. */
 static void check_attrs(struct side *s, const char *who)
 {
@@ -1028,6 +1057,10 @@ static void stall(struct side *a, struct side *b, double seconds, int expect_ret
 	struct ov o = { 0 };
 	struct falcon_wc wc = { 0 };
 
+	if (timers_by_modify) {
+		modify_timers(a, "A");
+		modify_timers(b, "B");
+	}
 	check_attrs(a, "A");
 	check_attrs(b, "B");
 	for (unsigned i = 0; i < STALL_RECVS; i++)
@@ -1151,6 +1184,7 @@ int main(int argc, char **argv)
 	qp_retry_cnt = env_int("E2E_QP_RETRY_CNT", -1);
 	qp_rnr_retry = env_int("E2E_RNR_RETRY", strcmp(mode, "rnr") ? -1 : 7);
 	qp_min_rnr_timer = env_int("E2E_MIN_RNR_TIMER", -1);
+	timers_by_modify = env_int("E2E_QP_MODIFY", 0);
 	side_open(&a, argv[2]);
 	side_open(&b, argv[3]);
 	connect_pair(&a, &b, argv[4]);

@@ -6,6 +6,8 @@
 #    timeout 18 (1.07 s) x (retry_cnt 3 + 1) = 4.3 s: nothing fails on either side;
 #    timeout 15 (134 ms) x (retry_cnt 2 + 1) = 0.4 s: A's QP fails RETRY_EXC_ERR while B is
 #    stopped, and B's receives complete WR_FLUSH_ERR (B's QP in ERR) soon after it runs;
+#    the 4.3 s once more set by falcon_modify_qp on the connected QPs (the default budget,
+#    0.54 s, would not cover the stop);
 #  - RNR (e2e_client rnr): a SEND whose receive is posted 5 s later completes SUCCESS with
 #    rnr_retry 7; with rnr_retry 1 and the 10 us RNR timer it fails RNR_RETRY_EXC_ERR.
 # E2E_STALL_MODES: the security modes of the stall runs (default psp).
@@ -62,17 +64,21 @@ wait_client() {
 
 field() { grep -o " $1=[^ ]*" <<<"$2" | cut -d= -f2; }
 
-# stall_case SECURITY TIMEOUT RETRY_CNT ok|retry: B stopped STOP_S s, 1 s into the transfer
+# stall_case SECURITY TIMEOUT RETRY_CNT ok|retry [modify]: B stopped STOP_S s, 1 s into the
+# transfer; modify: the timers set by falcon_modify_qp on the live QPs, not at connect
 stall_case() {
-	local sec=$1 to=$2 rcnt=$3 expect=$4 log line t_cont t_end failed_stopped=no gap
-	local what="$sec, timeout $to retry_cnt $rcnt, B stopped ${STOP_S} s"
+	local sec=$1 to=$2 rcnt=$3 expect=$4 by=${5:-connect} log line t_cont t_end failed_stopped=no gap
+	local what="$sec, timeout $to retry_cnt $rcnt (by $by), B stopped ${STOP_S} s"
 	if ! td_start "--security $sec" "--security $sec"; then
 		e2e_fail "$what: daemons start"
 		td_stop
 		return
 	fi
 	log=$TD_DIR/stall.log
-	E2E_SERVICE=7500 E2E_QP_TIMEOUT=$to E2E_QP_RETRY_CNT=$rcnt "$E2E_BIN/e2e_client" stall \
+	local modify=0
+	[ "$by" = modify ] && modify=1
+	E2E_SERVICE=7500 E2E_QP_TIMEOUT=$to E2E_QP_RETRY_CNT=$rcnt E2E_QP_MODIFY=$modify \
+		"$E2E_BIN/e2e_client" stall \
 		"$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" $((STOP_S + 4)) "$expect" >"$log" 2>&1 &
 	CLIENT=$!
 	if ! wait_line "$log" '^running' 25; then
@@ -126,6 +132,9 @@ for sec in ${E2E_STALL_MODES:-psp}; do
 	stall_case "$sec" 18 3 ok
 	stall_case "$sec" 15 2 retry
 done
+# the same 4.3 s set on live QPs: the default 0.54 s would fail this stop, so passing shows
+# the new budget reached the connection
+stall_case psp 18 3 ok modify
 
 # RNR: rnr_retry 7 waits for a late receive as long as it takes; rnr_retry 1 runs out
 if td_start "--security none" "--security none"; then
