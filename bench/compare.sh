@@ -114,19 +114,24 @@ TD_PIN_A=$PIN_A TD_PIN_B=$PIN_B
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" >>"$ROWS"; }
 # a number or the word that says why there is none
 num_or() { [ -n "$1" ] && echo "$1" || echo "failed"; }
+# Bounds: a client has TOOL_S to give its figure (5 times the time it is set to take, and
+# a margin; a figure that needs longer is no figure on this host), a server that long and
+# 15 s more, and 20 s to listen (a loaded host starts ucx_perftest and fi_pingpong slowly)
+TOOL_S=$((SECS * 5 + 15))
 # a server in B (log file given), then the client in A; the server is gone afterwards
 serve() { # log cmd...   (the server's pid in SRV: one exec chain, so kill reaches it)
 	local log=$1; shift
-	$PIN_B ip netns exec "$NP_NS_B" timeout $((SECS * 4 + 60)) "$@" >"$log" 2>&1 &
+	$PIN_B ip netns exec "$NP_NS_B" timeout $((TOOL_S + 15)) "$@" >"$log" 2>&1 &
 	SRV=$!
 }
 reap() { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
-# until a TCP port listens in B (5 s at most)
+# until a TCP port listens in B (20 s at most; says so when it does not)
 listening() {
-	for _ in $(seq 100); do
+	for _ in $(seq 200); do
 		[ -n "$(in_b ss -ltnH "sport = :$1")" ] && return 0
-		sleep 0.05
+		sleep 0.1
 	done
+	echo "$BL_NAME: no server listens on port $1 after 20 s" >&2
 	return 1
 }
 # the CPU list a process may run on
@@ -190,7 +195,7 @@ fi
 ucx() { # port test size iters   (prints the client's final line)
 	serve "$WORK/ucx-srv-$1.log" env UCX_TLS=tcp UCX_NET_DEVICES="$NP_IF_B" ucx_perftest -p "$1"
 	listening "$1" || { reap; return 1; }
-	in_a env UCX_TLS=tcp UCX_NET_DEVICES="$NP_IF_A" timeout $((SECS * 4 + 60)) \
+	in_a env UCX_TLS=tcp UCX_NET_DEVICES="$NP_IF_A" timeout "$TOOL_S" \
 		ucx_perftest "$NP_ADDR_B" -p "$1" -t "$2" -s "$3" -n "$4" -w 1000 -f 2>&1 | tail -1
 	reap
 }
@@ -212,7 +217,7 @@ fi
 fab() { # port provider size iters   (prints the client's result line)
 	serve "$WORK/fi-srv-$1.log" fi_pingpong -p "$2" -e rdm -S "$3" -I "$4" -B "$1"
 	listening "$1" || { reap; return 1; }
-	in_a timeout $((SECS * 4 + 60)) fi_pingpong -p "$2" -e rdm -S "$3" -I "$4" -P "$1" \
+	in_a timeout "$TOOL_S" fi_pingpong -p "$2" -e rdm -S "$3" -I "$4" -P "$1" \
 		"$NP_ADDR_B" 2>&1 | tail -1
 	reap
 }

@@ -21,15 +21,17 @@ ready() { # file pattern
 jnum() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | head -1 | cut -d: -f2; }
 
 # falcon-perf: server through daemon B, client through daemon A, on service SVC (each
-# run its own: this runs in $(...), nothing it sets survives); prints the client's JSON
+# run its own: this runs in $(...), nothing it sets survives); prints the client's JSON.
+# Each has 5 x SECS and 30 s to finish (connection, warmup, a QP's retries running out).
 falcon() { # service args...
 	local svc=$1; shift
+	local bound=$((SECS * 5 + 30))
 	local slog="$WORK/perf-srv-$svc.log" clog="$WORK/perf-cli-$svc.log"
-	${PIN_B:-} timeout 120 "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$slog" 2>&1 &
+	${PIN_B:-} timeout "$bound" "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$slog" 2>&1 &
 	local srv=$!
 	ready "$slog" "server on" || { kill $srv; return 1; }
 	local out
-	out=$(${PIN_A:-} timeout 120 "$PERF" -S "$TD_SOCK_A" -p "$svc" -j -D "$SECS" "$@" "$TD_CM_B" 2>"$clog")
+	out=$(${PIN_A:-} timeout "$bound" "$PERF" -S "$TD_SOCK_A" -p "$svc" -j -D "$SECS" "$@" "$TD_CM_B" 2>"$clog")
 	local rc=$?
 	if [ $rc -ne 0 ]; then
 		kill $srv 2>/dev/null
