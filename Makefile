@@ -18,7 +18,9 @@
 #   make e2e-overload 32 processes of verified RDMA for 60 s with every core busy (issue 20)
 #   make e2e-chaos-xdp 1 GiB of verified RDMA through a router namespace whose XDP program
 #                     drops and duplicates (root)
-#   make bench-compare falcon beside TCP, UDP, UCX, libfabric on one veth pair (root)
+#   make bench-compare falcon beside TCP, UDP, UCX, libfabric on one veth pair (root);
+#                     BENCH_PLACEMENT=pinned|shared, BENCH_POLL, BENCH_ROWS, BENCH_JSON=FILE
+#   make bench-compare-selftest  its table and JSON writer with fake figures (no root)
 #   make deps         only install missing Debian packages (idempotent)
 #   make clean
 
@@ -208,7 +210,7 @@ install-wireshark:
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo install e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo install e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-compare-selftest bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(FABRIC_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -217,6 +219,9 @@ deps:
 
 # the other stacks the netns benchmark measures falcon against
 BENCH_PKGS := iperf3 sockperf ucx-utils libfabric-bin gnuplot-nox
+# jq: bench-compare writes and checks its BENCH_JSON with it, and make test's suite bench
+# (tests/bench/test_compare.sh) checks that writer; in deps, which bench-deps runs first
+DEB_PKGS += jq
 bench-deps: deps
 	@scripts/deps.sh $(BENCH_PKGS)
 
@@ -234,6 +239,7 @@ test: deps
 		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
 		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh tests/e2e/test_mpi.sh \
 		tests/e2e/test_overload.sh tests/e2e/test_stall.sh \
+		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
@@ -339,6 +345,11 @@ e2e-chaos-xdp: all
 # a chart (root; bench/compare.sh writes docs/performance.md's comparison section)
 bench-compare: bench-deps all
 	@BUILD=$(BUILD) bench/compare.sh
+
+# bench-compare's placement, poll-mode fallback, table and JSON writer with fake figures
+# (no root, under a second; also in make test as suite bench)
+bench-compare-selftest:
+	@tests/run-tests.sh --suite bench tests/bench/test_compare.sh
 
 # Congestion control in the simulator: N = 2, 8, 32 flows through one bottleneck (table).
 bench-sim: $(BUILD)/bench/sim_cc

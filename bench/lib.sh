@@ -4,9 +4,11 @@
 # sets WORK (a scratch directory), SECS (seconds per figure), PERF (falcon-perf), the
 # namespaces of scripts/netns-pair.sh (NP_*), the daemons of scripts/two-daemons.sh (TD_*)
 # and BL_NAME (how its messages start). Every wait is bounded.
+# PIN_A / PIN_B (default none): a command prefix, e.g. "taskset -c 0", that every process
+# of host A / host B (in_a, in_b, falcon-perf's client / server) runs under.
 
-in_a() { ip netns exec "$NP_NS_A" "$@"; }
-in_b() { ip netns exec "$NP_NS_B" "$@"; }
+in_a() { ${PIN_A:-} ip netns exec "$NP_NS_A" "$@"; }
+in_b() { ${PIN_B:-} ip netns exec "$NP_NS_B" "$@"; }
 
 # until a server prints its ready line (5 s at most)
 ready() { # file pattern
@@ -19,15 +21,17 @@ ready() { # file pattern
 jnum() { grep -o "\"$1\":[0-9.e+-]*" <<<"$2" | head -1 | cut -d: -f2; }
 
 # falcon-perf: server through daemon B, client through daemon A, on service SVC (each
-# run its own: this runs in $(...), nothing it sets survives); prints the client's JSON
+# run its own: this runs in $(...), nothing it sets survives); prints the client's JSON.
+# Each has 5 x SECS and 30 s to finish (connection, warmup, a QP's retries running out).
 falcon() { # service args...
 	local svc=$1; shift
+	local bound=$((SECS * 5 + 30))
 	local slog="$WORK/perf-srv-$svc.log" clog="$WORK/perf-cli-$svc.log"
-	timeout 120 "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$slog" 2>&1 &
+	${PIN_B:-} timeout "$bound" "$PERF" -S "$TD_SOCK_B" -p "$svc" "$@" >"$slog" 2>&1 &
 	local srv=$!
 	ready "$slog" "server on" || { kill $srv; return 1; }
 	local out
-	out=$(timeout 120 "$PERF" -S "$TD_SOCK_A" -p "$svc" -j -D "$SECS" "$@" "$TD_CM_B" 2>"$clog")
+	out=$(${PIN_A:-} timeout "$bound" "$PERF" -S "$TD_SOCK_A" -p "$svc" -j -D "$SECS" "$@" "$TD_CM_B" 2>"$clog")
 	local rc=$?
 	if [ $rc -ne 0 ]; then
 		kill $srv 2>/dev/null
@@ -44,7 +48,9 @@ falcon() { # service args...
 # client's output
 sockperf_run() { # port mode [--tcp]   (runs in $(...): nothing it sets survives)
 	local port=$1 mode=$2; shift 2
-	ip netns exec "$NP_NS_B" sockperf server -i "$NP_ADDR_B" -p "$port" "$@" \
+	# one exec chain (not in_b, a function: backgrounded it is a subshell that kill
+	# would end without its server)
+	${PIN_B:-} ip netns exec "$NP_NS_B" sockperf server -i "$NP_ADDR_B" -p "$port" "$@" \
 		>"$WORK/sp-srv-$port.log" 2>&1 &
 	local srv=$!
 	ready "$WORK/sp-srv-$port.log" "to block on socket" || { kill $srv; return 1; }

@@ -12,6 +12,8 @@
 # those addresses instead of both on 127.0.0.1. TD_NETNS_ENTER=1 enters only the network
 # namespace (nsenter --net) instead of ip netns exec's own mount namespace, so that the
 # bpffs pins of --io xdp are the host's (bpftool and the test see them).
+# TD_PIN_A / TD_PIN_B: a command prefix daemon a / b runs under, e.g. "taskset -c 0"
+# (its pid stays TD_PID_A / B: taskset and ip netns exec exec the next program).
 
 TD_ADDR_A=${TD_ADDR_A:-127.0.0.1}
 TD_ADDR_B=${TD_ADDR_B:-127.0.0.1}
@@ -45,8 +47,10 @@ td_one() { # name ns addr data_port cm_port extra...
 	elif [ -n "$ns" ]; then
 		pre=(ip netns exec "$ns")
 	fi
+	local pin="TD_PIN_${name^^}"
 	mkdir -p "$TD_DIR/$name"
-	"${pre[@]}" "$FALCOND" --listen "$addr" --port "$dport" --cm-port "$cport" \
+	# shellcheck disable=SC2086
+	${!pin:-} "${pre[@]}" "$FALCOND" --listen "$addr" --port "$dport" --cm-port "$cport" \
 		--runtime-dir "$TD_DIR/$name" "$@" 2>"$TD_DIR/$name.log" &
 	eval "TD_PID_${name^^}=$!"
 }
