@@ -586,7 +586,7 @@ API int falcon_req_notify_cq(struct falcon_cq *cq, int solicited_only)
 	if (!cq)
 		return fail(-EINVAL);
 	h = cq->ring;
-	__atomic_store_n(&h->need_wakeup, 1, __ATOMIC_RELEASE);
+	fc_ring_set_need_wakeup(h, 1); /* fenced: the poll after it sees what came before */
 	return 0;
 }
 
@@ -1027,12 +1027,10 @@ API int falcon_close_xrcd(struct falcon_xrcd *x)
 
 static void doorbell(struct falcon_context *ctx, void *ring)
 {
-	struct fc_ring_hdr *h = ring;
 	uint64_t one = 1;
 
-	/* pairs with the daemon's fence between setting need_wakeup and reading prod */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED))
+	/* the daemon polls (flag 0): no system call */
+	if (fc_ring_needs_wakeup(ring))
 		(void)!write(ctx->db_fd, &one, sizeof(one));
 }
 
