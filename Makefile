@@ -360,7 +360,7 @@ clean:
 -include $(shell find build build-san build-fuzz -name '*.d' 2>/dev/null)
 
 # the API fuzz target runs a whole daemon in the fuzzer's process (tests/fuzz/fuzz_api.c)
-FUZZ_DAEMON_SRCS := $(XDP_DAEMON_SRCS) daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/sec.c daemon/hs.c \
+FUZZ_DAEMON_SRCS := $(XDP_DAEMON_SRCS) daemon/loop.c daemon/poll.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/sec.c daemon/hs.c \
 	daemon/log.c $(NODE_SRCS)
 build-fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(ENGINE_SRCS) $(FUZZ_DAEMON_SRCS) $(BUILD)/bpf/falcon_xdp.skel.h \
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)
