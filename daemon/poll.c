@@ -71,7 +71,7 @@ int fd_cpu_parse(const char *s, cpu_set_t *set)
 	const char *p = s;
 
 	CPU_ZERO(set);
-	do {
+	for (;;) { /* bounded by the string: each round takes at least one digit */
 		unsigned lo, hi;
 
 		if (cpu_num(&p, n, &lo))
@@ -81,7 +81,10 @@ int fd_cpu_parse(const char *s, cpu_set_t *set)
 			return -EINVAL;
 		for (unsigned c = lo; c <= hi; c++)
 			CPU_SET(c, set);
-	} while (*p == ',' && *++p);
+		if (*p != ',')
+			break;
+		p++; /* a CPU must follow */
+	}
 	return *p ? -EINVAL : 0;
 }
 
