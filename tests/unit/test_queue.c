@@ -286,7 +286,7 @@ static void test_need_wakeup_two_processes(void **state)
 	while (next < NWAKE && !lost && !wrong) {
 		uint32_t n = fc_ring_avail(r, NULL);
 
-		if (next == NWAKE / 2 && rung_polling == UINT64_MAX)
+		if (next >= NWAKE / 2 && rung_polling == UINT64_MAX) /* before any sleep */
 			rung_polling = __atomic_load_n(rung, __ATOMIC_RELAXED);
 		if (!n && next >= NWAKE / 2) {
 			struct pollfd p = { .fd = efd, .events = POLLIN };
