@@ -367,6 +367,8 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kv(&j, "loops", "%llu", (unsigned long long)d->loops);
 		fd_json_kstr(&j, "poll", fd_poll_name(d->cfg.poll));
 		fd_json_kv(&j, "poll_us", "%u", d->cfg.poll_us);
+		fd_json_kstr(&j, "socket_busy_poll", d->cfg.poll == FD_POLL_SLEEP ? "off" :
+			     d->busy_poll_rc ? strerror(-d->busy_poll_rc) : "on");
 		fd_json_kstr(&j, "cpu", d->cfg.cpu_list[0] ? d->cfg.cpu_list : "any");
 		fd_json_kstr(&j, "sched", fd_sched_name(&d->cfg));
 		fd_json_kv(&j, "mlock", "%s", d->cfg.mlock || d->cfg.sched_policy != SCHED_OTHER ?

@@ -135,6 +135,7 @@ struct fd_daemon {
 	ev_idle poll_w;               /* active while the loop polls (poll.c) */
 	uint64_t poll_work_ns;        /* when the last work was found (rx or WRs) */
 	int poll_empty;               /* this round's ring sweep found nothing */
+	int busy_poll_rc;             /* the data sockets' busy-poll options: 0 or -errno */
 	ev_signal sig_w[3];           /* SIGINT, SIGTERM: stop; SIGHUP: reload */
 	ev_timer fault_w;             /* releases frames the fault layer holds */
 	ev_timer notify_w;            /* systemd status and watchdog (notify.h) */

@@ -213,6 +213,7 @@ int fd_cpu_start(struct fd_daemon *d)
 	if (d->cfg.poll != FD_POLL_SLEEP) {
 		rc = d->xio ? fc_io_xdp_busy_poll(d->xio, FD_BUSY_POLL_US, FD_BUSY_POLL_BUDGET) :
 			fc_io_busy_poll(fc_io_udp_fd(d->io), FD_BUSY_POLL_US, 0);
+		d->busy_poll_rc = rc;
 		if (rc)
 			LOG_D("falcond: --poll %s: the kernel's busy polling on the data sockets: %s "
 			      "(not used: the receive path is the same without it)",
