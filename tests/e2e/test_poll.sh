@@ -6,8 +6,9 @@
 # falconctl status names the mode; WRs posted while the daemon polls ring no doorbell
 # (api stats: doorbells beside ring_wrs) and in sleep mode they do; the loop counters
 # say the mode ran as named; an idle adaptive daemon uses < 1 % of a core; --cpu pins
-# the engine thread; --sched fifo either runs in that class or says what it lacks.
-# No root needed (the --sched check then sees the refusal).
+# the engine thread; --sched fifo either runs in that class or says what it lacks;
+# as root also --poll busy over AF_XDP across a veth (the kernel's busy polling taken,
+# no doorbell). No root needed for the rest (the --sched check then sees the refusal).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/e2e/lib.sh
@@ -116,6 +117,35 @@ else
 	cat "$TD_DIR/a.log"
 fi
 td_stop
+# ---- AF_XDP (root): busy mode across a veth, the kernel's busy-poll options taken ----
+if [ "$(id -u)" = 0 ]; then
+	NP_PREFIX=fpo NP_MTU=3500
+	. scripts/netns-pair.sh
+	trap 'td_stop; np_down' EXIT
+	if np_up; then
+		inst="--instance fpo-$$"
+		TD_NETNS_ENTER=1 TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B \
+			td_start "--io xdp --security none --poll busy $inst-a" \
+				 "--io xdp --security none --poll busy $inst-b" || e2e_fail "xdp daemons start"
+		st=$("$FALCONCTL" -j -r "$TD_DIR/a" status 2>&1)
+		grep -q '"io":"xdp"' <<<"$st" && grep -q '"poll":"busy"' <<<"$st" &&
+			grep -q '"socket_busy_poll":"on"' <<<"$st" &&
+			e2e_ok "--io xdp --poll busy: status io xdp, poll busy, socket busy poll on" ||
+			e2e_fail "--io xdp --poll busy: status $st"
+		db0=$(stat_of a doorbells)
+		e2e_check "--io xdp --poll busy: demo across the veth, every operation verified" \
+			"$BUILD/examples/demo" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" --quick
+		db=$(( $(stat_of a doorbells) - db0 ))
+		[ $db -eq 0 ] && e2e_ok "--io xdp --poll busy: the demo's WRs rang no doorbell" ||
+			e2e_fail "--io xdp --poll busy: $db doorbells"
+		td_stop
+		TD_NS_A= TD_NS_B= TD_ADDR_A=127.0.0.1 TD_ADDR_B=127.0.0.1
+	else
+		e2e_fail "create namespaces and veth"
+	fi
+	np_down
+fi
+
 # without CAP_SYS_NICE (and RLIMIT_RTPRIO 0): refused, the reason named, exit 1
 if command -v setpriv >/dev/null && [ "$(ulimit -r)" = 0 ]; then
 	d=$(mktemp -d "${TMPDIR:-/tmp}/falcon-sched.XXXXXX")
