@@ -579,8 +579,12 @@ int main(int argc, char **argv)
 				 d.xdp->pin_dir);
 		else
 			snprintf(io, sizeof(io), "udp");
-		LOG_I("falcond %s: poll %s (window %u us), cpu %s, sched %s%s", FALCOND_VERSION,
-		      fd_poll_name(d.cfg.poll), d.cfg.poll_us,
+		char win[32] = "";
+
+		if (d.cfg.poll == FD_POLL_ADAPTIVE)
+			snprintf(win, sizeof(win), " (%u us after work)", d.cfg.poll_us);
+		LOG_I("falcond %s: poll %s%s, cpu %s, sched %s%s", FALCOND_VERSION,
+		      fd_poll_name(d.cfg.poll), win,
 		      d.cfg.cpu_list[0] ? d.cfg.cpu_list : "any", fd_sched_name(&d.cfg),
 		      d.cfg.mlock || d.cfg.sched_policy != SCHED_OTHER ? ", memory locked" : "");
 		LOG_I("falcond %s: data %s %s:%u, cm udp %s:%u, mtu %u, api %s, admin %s, cc %s%s, "
