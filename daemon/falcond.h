@@ -7,6 +7,7 @@
  *   cm.c     connection manager: daemon to daemon on its own UDP port
  *   api.c    the clients' Unix socket: objects per client, rings, doorbells
  *   admin.c  falconctl's socket: status, peers, connections, QPs, MRs, counters
+ *   poll.c   the loop and the CPU: poll modes, the engine thread's CPUs and class
  *
  * The parts reach each other only through the functions below.
  */
