@@ -4,7 +4,8 @@
 # options refused with exit status 2; --help and falcond(8) name the same options; in
 # each poll mode two falcond on 127.0.0.1 run every operation (the demo, verified) and
 # falconctl status names the mode; WRs posted while the daemon polls ring no doorbell
-# (api stats: doorbells beside ring_wrs) and in sleep mode they do; the loop counters
+# (api stats: doorbells beside ring_wrs) and in sleep mode they do; FALCON_POLL_US spares
+# a client waiting on its CQ the daemon's wakeups (cq_wakeups); the loop counters
 # say the mode ran as named; an idle adaptive daemon uses < 1 % of a core; --cpu pins
 # the engine thread; --sched fifo either runs in that class or says what it lacks;
 # as root also --poll busy over AF_XDP across a veth (the kernel's busy polling taken,
@@ -81,6 +82,27 @@ for mode in sleep adaptive busy; do
 		e2e_fail "--poll $mode: loop counters $polls polls, $sleeps sleeps"
 
 	if [ $mode = adaptive ]; then
+		# the client's side: falcon_wait_cq (-e) sleeps on the CQ's fd, woken by the
+		# daemon per completion, unless FALCON_POLL_US lets it poll the ring first
+		for pu in 0 300; do
+			svc=$((svc + 1))
+			FALCON_POLL_US=$pu timeout 60 "$PERF" -S "$TD_SOCK_B" -p $svc -e -t write -m lat -s 8 \
+				-n 1000 >"$TD_DIR/srv.log" 2>&1 &
+			srv=$!
+			for _ in $(seq 50); do grep -q "server on" "$TD_DIR/srv.log" 2>/dev/null && break; sleep 0.1; done
+			w0=$(stat_of a cq_wakeups)
+			FALCON_POLL_US=$pu timeout 60 "$PERF" -S "$TD_SOCK_A" -p $svc -j -e -t write -m lat \
+				-s 8 -n 1000 "$TD_CM_B" >/dev/null 2>&1
+			rc=$?
+			wait $srv
+			w=$(( $(stat_of a cq_wakeups) - w0 ))
+			if [ $pu = 0 ]; then
+				[ $rc -eq 0 ] && [ $w -gt 500 ]
+			else
+				[ $rc -eq 0 ] && [ $w -lt 100 ]
+			fi && e2e_ok "FALCON_POLL_US=$pu: 1000 WRITEs waited for with $w CQ wakeups" ||
+				e2e_fail "FALCON_POLL_US=$pu: $w CQ wakeups for 1000 WRITEs (falcon-perf exit $rc)"
+		done
 		# idle (its connection to B still open): the window closes, the daemon sleeps
 		sleep 0.5
 		c0=$(ticks "$TD_PID_A"); t0=$(date +%s%N)
