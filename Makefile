@@ -238,7 +238,7 @@ test: deps
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
 		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
 		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh tests/e2e/test_mpi.sh \
-		tests/e2e/test_overload.sh tests/e2e/test_stall.sh \
+		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh \
 		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
@@ -380,7 +380,7 @@ clean:
 -include $(shell find build build-san build-fuzz -name '*.d' 2>/dev/null)
 
 # the API fuzz target runs a whole daemon in the fuzzer's process (tests/fuzz/fuzz_api.c)
-FUZZ_DAEMON_SRCS := $(XDP_DAEMON_SRCS) daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/sec.c daemon/hs.c \
+FUZZ_DAEMON_SRCS := $(XDP_DAEMON_SRCS) daemon/loop.c daemon/poll.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/sec.c daemon/hs.c \
 	daemon/log.c $(NODE_SRCS)
 build-fuzz/fuzz_api: tests/fuzz/fuzz_api.c $(ENGINE_SRCS) $(FUZZ_DAEMON_SRCS) $(BUILD)/bpf/falcon_xdp.skel.h \
 		$(wildcard daemon/*.h daemon/engine/*.h include/falcon/*.h)

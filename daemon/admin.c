@@ -365,6 +365,14 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kv(&j, "mtu_bytes", "%u", d->cfg.mtu_bytes);
 		fd_json_kv(&j, "fault_injection", "%s", d->fault ? "true" : "false");
 		fd_json_kv(&j, "loops", "%llu", (unsigned long long)d->loops);
+		fd_json_kstr(&j, "poll", fd_poll_name(d->cfg.poll));
+		fd_json_kv(&j, "poll_us", "%u", d->cfg.poll_us);
+		fd_json_kstr(&j, "socket_busy_poll", d->cfg.poll == FD_POLL_SLEEP ? "off" :
+			     d->busy_poll_rc ? strerror(-d->busy_poll_rc) : "on");
+		fd_json_kstr(&j, "cpu", d->cfg.cpu_list[0] ? d->cfg.cpu_list : "any");
+		fd_json_kstr(&j, "sched", fd_sched_name(&d->cfg));
+		fd_json_kv(&j, "mlock", "%s", d->cfg.mlock || d->cfg.sched_policy != SCHED_OTHER ?
+			   "true" : "false");
 		fd_json_close(&j, '}');
 	} else if (n >= 2 && !strcmp(a, "peer") && !strcmp(b, "list")) {
 		return fd_cm_json_peers(d->cm, ad->out, ADMIN_OUT_MAX);
@@ -430,6 +438,7 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 			json_part(&j, "psp", PART(fd_sec_json), d->sec);
 		json_part(&j, "cm", PART(fd_cm_json_stats), d->cm);
 		json_part(&j, "api", PART(fd_api_json_stats), d->api);
+		json_part(&j, "loop", PART(fd_poll_json_stats), d);
 		fd_json_close(&j, '}');
 	} else {
 		fd_json_open(&j, NULL, '{');

@@ -149,6 +149,7 @@ struct fd_api {
 	struct {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
 		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
+		uint64_t ring_wrs;  /* WRs taken from the clients' rings */
 	} st;
 };
 
@@ -1352,12 +1353,14 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 			if (o->type == OBJ_CQ) {
 				struct fc_ring_hdr *rh = o->u.cq.ring;
 
-				if (__atomic_load_n(&rh->need_wakeup, __ATOMIC_ACQUIRE) &&
+				/* the client armed the CQ (its consumer side) and it holds
+				 * completions: ring once, and clear the flag for it */
+				if (fc_ring_needs_wakeup(rh) &&
 				    __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
 					    __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE)) {
 					uint64_t one = 1;
 
-					__atomic_store_n(&rh->need_wakeup, 0, __ATOMIC_RELEASE);
+					fc_ring_set_need_wakeup(rh, 0);
 					if (write(o->u.cq.evfd, &one, sizeof(one)) == sizeof(one))
 						a->st.cq_wakeups++;
 				}
@@ -1366,9 +1369,7 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 			if (o->type == OBJ_SRQ) {
 				struct fc_ring_hdr *rh = o->u.srq.ring;
 
-				__atomic_store_n(&rh->need_wakeup, (uint32_t)going_to_sleep,
-						 __ATOMIC_RELAXED);
-				__atomic_thread_fence(__ATOMIC_SEQ_CST);
+				fc_ring_set_need_wakeup(rh, (uint32_t)going_to_sleep);
 				int rc = fc_rdma_srq_doorbell(d, o->u.srq.srqn);
 
 				if (rc > 0)
@@ -1387,14 +1388,11 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 			struct fc_ring_hdr *rq = o->u.qp.rq_off ?
 				(void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off) : NULL;
 
+			/* the flag, then the rings read again (queue.h's ordering contract) */
 			if (sq)
-				__atomic_store_n(&sq->need_wakeup, (uint32_t)going_to_sleep,
-						 __ATOMIC_RELAXED);
+				fc_ring_set_need_wakeup(sq, (uint32_t)going_to_sleep);
 			if (rq)
-				__atomic_store_n(&rq->need_wakeup, (uint32_t)going_to_sleep,
-						 __ATOMIC_RELAXED);
-			/* pairs with the client's fence between publishing and reading the flag */
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+				fc_ring_set_need_wakeup(rq, (uint32_t)going_to_sleep);
 			int rc = fc_rdma_qp_doorbell(d, o->u.qp.qpn, now);
 
 			if (rc > 0) {
@@ -1406,6 +1404,7 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 				      c->id, (int)c->pid, o->u.qp.qpn);
 			}
 		}
+	a->st.ring_wrs += (uint64_t)taken;
 	return taken;
 }
 
@@ -1565,6 +1564,7 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "proto_errors", "%llu", (unsigned long long)a->st.proto_errors);
 	fd_json_kv(&j, "bad_requests", "%llu", (unsigned long long)a->st.bad_requests);
 	fd_json_kv(&j, "ring_broken", "%llu", (unsigned long long)a->st.ring_broken);
+	fd_json_kv(&j, "ring_wrs", "%llu", (unsigned long long)a->st.ring_wrs);
 	fd_json_kv(&j, "doorbells", "%llu", (unsigned long long)a->st.doorbells);
 	fd_json_kv(&j, "mr_by_copy", "%llu", (unsigned long long)a->st.mr_by_copy);
 	fd_json_kv(&j, "bind_failed", "%llu", (unsigned long long)a->st.bind_failed);

@@ -1,7 +1,7 @@
 # falcond, libfalcon-client, falconctl, the demo and the examples (included by Makefile).
 
 FALCOND_SRCS := daemon/main.c daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/log.c \
-	daemon/notify.c daemon/sec.c daemon/hs.c
+	daemon/notify.c daemon/sec.c daemon/hs.c daemon/poll.c
 # --io xdp: the AF_XDP backend and the loader of bpf/falcon_xdp (its skeleton; libxdp, libbpf)
 XDP_DAEMON_SRCS := daemon/io_xdp.c daemon/xdp_load.c
 XDP_LIBS := -lxdp -lbpf -lelf -lz

@@ -7,6 +7,7 @@
  *   cm.c     connection manager: daemon to daemon on its own UDP port
  *   api.c    the clients' Unix socket: objects per client, rings, doorbells
  *   admin.c  falconctl's socket: status, peers, connections, QPs, MRs, counters
+ *   poll.c   the loop and the CPU: poll modes, the engine thread's CPUs and class
  *
  * The parts reach each other only through the functions below.
  */
@@ -15,6 +16,7 @@
 
 #include <ev.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -49,6 +51,16 @@ enum fd_security { FD_SEC_NONE = 0, FD_SEC_PSP };
 /* --io: auto = xdp where the program attaches, else udp; xdp = the same, but the fallback
  * is logged as a warning */
 enum fd_io { FD_IO_AUTO = 0, FD_IO_UDP, FD_IO_XDP };
+
+/* --poll (DESIGN.md, "Threads"; poll.c): sleep = wake on events; adaptive = after work,
+ * keep polling the clients' rings and the I/O for poll_us before arming the wakeups and
+ * sleeping; busy = never sleep. While the loop polls, clients post without a doorbell. */
+enum fd_poll { FD_POLL_SLEEP = 0, FD_POLL_ADAPTIVE, FD_POLL_BUSY };
+#define FD_POLL_DEFAULT FD_POLL_ADAPTIVE
+#define FD_POLL_US_DEFAULT 100u   /* adaptive: the window after the last work */
+#define FD_POLL_US_MAX 1000000u
+#define FD_BUSY_POLL_US 20u       /* SO_BUSY_POLL while polling (kernel's AF_XDP example) */
+#define FD_BUSY_POLL_BUDGET 64u   /* SO_BUSY_POLL_BUDGET: packets per busy-poll round */
 
 /* A peer daemon of the allow-list: its identity key and where its CM listens. */
 struct fd_peer_cfg {
@@ -88,6 +100,13 @@ struct fd_cfg {
 	uint32_t replay_margin_us; /* spec 9.2.2.2 */
 	uint32_t key_rotate_s;    /* PSP key rotation period (0: on falconctl key rotate only) */
 	int psp_cipher;           /* FC_PSP_VER_*, or -1: the best this CPU has */
+	int poll;                 /* enum fd_poll */
+	uint32_t poll_us;         /* adaptive's window */
+	cpu_set_t cpus;           /* --cpu: the engine thread's CPUs (if cpu_list[0]) */
+	char cpu_list[64];        /* as given, for status */
+	int sched_policy;         /* SCHED_OTHER, SCHED_FIFO or SCHED_RR */
+	int sched_prio;           /* 1..99 for FIFO and RR */
+	int mlock;                /* mlockall (also implied by a real-time class) */
 };
 
 struct fd_api;
@@ -116,6 +135,10 @@ struct fd_daemon {
 	uint64_t sleep_ns, sleep_dl_ns; /* when the loop last went to poll, the timer it set */
 	uint64_t awake_ns;            /* when it last came back */
 	ev_idle idle_w;               /* keeps the loop from sleeping while work is left */
+	ev_idle poll_w;               /* active while the loop polls (poll.c) */
+	uint64_t poll_work_ns;        /* when the last work was found (rx or WRs) */
+	int poll_empty;               /* this round's ring sweep found nothing */
+	int busy_poll_rc;             /* the data sockets' busy-poll options: 0 or -errno */
 	ev_signal sig_w[3];           /* SIGINT, SIGTERM: stop; SIGHUP: reload */
 	ev_timer fault_w;             /* releases frames the fault layer holds */
 	ev_timer notify_w;            /* systemd status and watchdog (notify.h) */
@@ -126,6 +149,7 @@ struct fd_daemon {
 	struct fd_admin *admin;
 	uint64_t start_ns;
 	uint64_t loops, tx_rounds;
+	uint64_t polls, poll_yields, sleeps; /* poll rounds, sched_yields, wakeups armed */
 };
 
 /* loop.c */
@@ -138,8 +162,32 @@ uint64_t fd_now_ns(void);
 /* Run the engine's transmit side until it has nothing to send or a budget is spent;
  * re-arm the node timer. Everything that gives the engine work calls it. */
 void fd_kick(struct fd_daemon *d);
-/* Take what the data socket holds now (a bounded batch) into the node, then fd_kick. */
-void fd_rx(struct fd_daemon *d);
+/* Take what the data socket holds now (a bounded batch) into the node, then fd_kick.
+ * Returns the datagrams taken (0: none), or -errno from the backend. */
+int fd_rx(struct fd_daemon *d);
+
+/* ---- poll.c: the engine thread and the CPU ---- */
+
+/* Option values: "sleep|adaptive|busy" -> enum fd_poll; a CPU list ("1", "2,3", "0-1",
+ * each CPU one this machine has); "other|fifo:PRIO|rr:PRIO" (PRIO 1..99). Each returns 0
+ * or -EINVAL. */
+int fd_poll_parse(const char *s, int *mode);
+const char *fd_poll_name(int mode);
+int fd_cpu_parse(const char *s, cpu_set_t *set);
+int fd_sched_parse(const char *s, int *policy, int *prio);
+const char *fd_sched_name(const struct fd_cfg *c); /* "other", "fifo:50" (static) */
+/* The poll watcher (falcond_start). */
+void fd_poll_init(struct fd_daemon *d);
+/* The engine thread's CPUs, scheduling class and locked memory as d->cfg asks, and the
+ * data sockets' busy polling. Called on the engine thread after
+ * falcond_start (the RUE thread keeps its CPUs and class). Returns 0 or -errno with the
+ * reason logged (EPERM: the privilege it needs, named). */
+int fd_cpu_start(struct fd_daemon *d);
+/* From the loop before it would sleep: work = the clients' rings gave WRs this round.
+ * Returns 1 when the loop keeps polling (the clients need not ring; the watcher that keeps
+ * the loop from blocking is active), 0 when it should arm the wakeups and sleep. */
+int fd_poll_keep(struct fd_daemon *d, int work);
+size_t fd_poll_json_stats(const struct fd_daemon *d, char *buf, size_t cap);
 
 /* ---- cm.c ---- */
 

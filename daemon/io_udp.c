@@ -92,6 +92,22 @@ static void set_opt(int fd, int level, int name, int v)
 	(void)setsockopt(fd, level, name, &v, sizeof(v));
 }
 
+int fc_io_busy_poll(int fd, unsigned us, unsigned budget)
+{
+	int rc = 0;
+
+	/* each asks CAP_NET_ADMIN to raise it above the system's default (EPERM), and a
+	 * kernel before 5.11 knows only the first (ENOPROTOOPT / EINVAL) */
+	if (setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &(int){ (int)us }, sizeof(int)) < 0)
+		rc = -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &(int){ 1 }, sizeof(int)) < 0 && !rc)
+		rc = -errno;
+	if (budget && setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &(int){ (int)budget },
+				 sizeof(int)) < 0 && !rc)
+		rc = -errno;
+	return rc;
+}
+
 struct fc_io_udp *fc_io_udp_open(const struct sockaddr *addr, socklen_t len, unsigned tx_frames)
 {
 	struct fc_io_udp *io;

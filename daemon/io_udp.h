@@ -42,6 +42,12 @@ extern const struct fc_io_ops fc_io_udp_ops; /* io_ctx: struct fc_io_udp */
 struct fc_io_udp *fc_io_udp_open(const struct sockaddr *addr, socklen_t len, unsigned tx_frames);
 void fc_io_udp_close(struct fc_io_udp *io);
 int fc_io_udp_fd(const struct fc_io_udp *io);
+/* The kernel's busy polling on socket fd (a UDP or an AF_XDP socket; falcond --poll
+ * adaptive / busy): SO_BUSY_POLL us, SO_PREFER_BUSY_POLL, and SO_BUSY_POLL_BUDGET budget
+ * unless 0. All are tried; returns 0 or the first failure's -errno (-EPERM without
+ * CAP_NET_ADMIN, -ENOPROTOOPT / -EINVAL on an older kernel): best effort, the receive
+ * path works the same without them. */
+int fc_io_busy_poll(int fd, unsigned us, unsigned budget);
 /* The bound address (with the port the kernel chose). Returns 0 or -errno. */
 int fc_io_udp_local(const struct fc_io_udp *io, struct sockaddr_storage *ss, socklen_t *len);
 const struct fc_io_udp_stats *fc_io_udp_stats(const struct fc_io_udp *io);

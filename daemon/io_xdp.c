@@ -942,6 +942,16 @@ void fc_io_xdp_close(struct fc_io_xdp *io)
 }
 
 int fc_io_xdp_fd(const struct fc_io_xdp *io) { return io->epfd; }
+
+int fc_io_xdp_busy_poll(struct fc_io_xdp *io, unsigned us, unsigned budget)
+{
+	int rc = fc_io_busy_poll(fc_io_udp_fd(io->udp), us, 0), r;
+
+	for (unsigned qi = 0; qi < io->nq; qi++)
+		if ((r = fc_io_busy_poll(io->q[qi].fd, us, budget)) && !rc)
+			rc = r;
+	return rc;
+}
 struct fc_io_udp *fc_io_xdp_udp(struct fc_io_xdp *io) { return io->udp; }
 const struct fc_io_xdp_stats *fc_io_xdp_stats(const struct fc_io_xdp *io) { return &io->st; }
 

@@ -147,6 +147,10 @@ struct fc_io_xdp *fc_io_xdp_open(const struct fc_io_xdp_cfg *cfg);
 void fc_io_xdp_close(struct fc_io_xdp *io);
 /* An epoll descriptor, readable when any AF_XDP socket or the UDP socket has something. */
 int fc_io_xdp_fd(const struct fc_io_xdp *io);
+/* Preferred busy polling on every AF_XDP socket (SO_PREFER_BUSY_POLL, SO_BUSY_POLL us,
+ * SO_BUSY_POLL_BUDGET budget) and SO_BUSY_POLL on the UDP socket beside them
+ * (fc_io_busy_poll); need_wakeup stays on. Returns 0 or the first -errno, best effort. */
+int fc_io_xdp_busy_poll(struct fc_io_xdp *io, unsigned us, unsigned budget);
 struct fc_io_udp *fc_io_xdp_udp(struct fc_io_xdp *io);
 const struct fc_io_xdp_stats *fc_io_xdp_stats(const struct fc_io_xdp *io);
 /* The same rx step as fc_io_udp_set_rx_filter, on the AF_XDP frames and the UDP socket's. */

@@ -6,7 +6,9 @@
  *   UDP socket readable -> fc_io_udp_rx -> node -> engine        (then fd_kick)
  *   (--io xdp: the AF_XDP sockets and that UDP socket behind one epoll fd, fc_io_xdp_rx)
  *   node timer          -> fc_node_on_timer                      (then fd_kick)
- *   before sleeping     -> fd_api_prepare: WRs from the clients' rings, CQ wakeups
+ *   before sleeping     -> fd_api_prepare: WRs from the clients' rings, CQ wakeups;
+ *                          with --poll adaptive / busy, fd_poll_keep may keep polling
+ *                          instead (poll.c)
  *   fd_kick             -> fc_node_poll_tx until the engine has nothing to send (bounded
  *                          per call; an idle watcher keeps the loop awake for the rest),
  *                          the timer re-armed from fc_node_next_deadline
@@ -97,14 +99,18 @@ void fd_kick(struct fd_daemon *d)
 		timer_arm(d, dl);
 }
 
-void fd_rx(struct fd_daemon *d)
+int fd_rx(struct fd_daemon *d)
 {
-	int rc = d->xio ? fc_io_xdp_rx(d->xio, d->node, fd_now_ns(), RX_PER_WAKE) :
-		fc_io_udp_rx(d->io, d->node, fd_now_ns(), RX_PER_WAKE);
+	uint64_t now = fd_now_ns();
+	int rc = d->xio ? fc_io_xdp_rx(d->xio, d->node, now, RX_PER_WAKE) :
+		fc_io_udp_rx(d->io, d->node, now, RX_PER_WAKE);
 
 	if (rc < 0)
 		LOG_D("%s: receive: %s", d->io_name, strerror(-rc));
+	else if (rc > 0)
+		d->poll_work_ns = now; /* --poll adaptive: its window starts again */
 	fd_kick(d);
+	return rc;
 }
 
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -179,29 +185,43 @@ static void rue_forget(void *ctx, uint32_t cid)
 	fd_rue_thread_forget(ctx, cid);
 }
 
+/* Where stall_check measures from: the loop goes to poll (blocking or not) now, and the
+ * timer it leaves armed. Every exit of prepare_cb passes here. */
+static void stall_mark(struct fd_daemon *d)
+{
+	d->sleep_ns = fd_now_ns();
+	d->sleep_dl_ns = d->timer_at_ns;
+}
+
 static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct fd_daemon *d = w->data;
+	int work = 0;
 
 	(void)revents;
 	d->loops++;
 	if (d->rue_th && rue_results(d))
 		fd_kick(d);
-	for (int i = 0; i < 4 && fd_api_prepare(d->api, 0) > 0; i++)
+	for (int i = 0; i < 4 && fd_api_prepare(d->api, 0) > 0; i++, work = 1)
 		fd_kick(d);
+	if (fd_poll_keep(d, work)) {
+		stall_mark(d);
+		return; /* --poll: the loop does not block, the clients need not ring */
+	}
 	/* going to sleep: tell the clients to ring, then look once more (a WR published
 	 * before the flag was seen would otherwise wait for the next wakeup) */
+	d->sleeps++;
 	if (fd_api_prepare(d->api, 1) > 0) {
 		fd_kick(d);
-		ev_idle_start(loop, &d->idle_w);
+		if (!fd_poll_keep(d, 1))
+			ev_idle_start(loop, &d->idle_w);
 	}
 	/* the same with the RUE thread: asleep from here unless results wait already */
 	if (d->rue_th && fd_rue_thread_loop_sleeps(d->rue_th, 1)) {
 		fd_rue_thread_loop_sleeps(d->rue_th, 0);
 		ev_idle_start(loop, &d->idle_w);
 	}
-	d->sleep_ns = fd_now_ns(); /* stall_check measures from here */
-	d->sleep_dl_ns = d->timer_at_ns;
+	stall_mark(d);
 }
 
 /* A stalled loop does not blame its peers (DESIGN.md, "Threads"): the time it did not run
@@ -281,6 +301,9 @@ void fd_cfg_default(struct fd_cfg *c)
 	snprintf(c->key_path, sizeof(c->key_path), "/etc/falcon/falcond.key");
 	c->replay_margin_us = 50000;
 	c->psp_cipher = -1;
+	c->poll = FD_POLL_DEFAULT;
+	c->poll_us = FD_POLL_US_DEFAULT;
+	c->sched_policy = SCHED_OTHER;
 	/* --rue auto: a thread of its own costs a wakeup per CC event burst, which pays only
 	 * where it does not take a core from the loop or the clients */
 	c->rue_inline = sysconf(_SC_NPROCESSORS_ONLN) < 4;
@@ -513,6 +536,7 @@ int falcond_start(struct fd_daemon *d)
 	ev_set_priority(&d->check_w, EV_MAXPRI); /* stall_check before timer_cb */
 	d->sleep_dl_ns = UINT64_MAX;
 	ev_idle_init(&d->idle_w, idle_cb);
+	fd_poll_init(d);
 	d->io_w.data = d->timer_w.data = d->prep_w.data = d->idle_w.data = d->check_w.data = d;
 	if (d->rue_th) {
 		ev_io_init(&d->rue_w, rue_cb, fd_rue_thread_fd(d->rue_th), EV_READ);

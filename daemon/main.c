@@ -27,7 +27,7 @@ enum opt_id {
 	O_FAULT_RX, O_FAULT_SEED, O_MAX_CONNS, O_MAX_CLIENTS, O_MTU, O_CM_REQUIRE, O_CM_RETRY_MS,
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
 	O_CONN_DATA_CREDITS, O_RUE, O_SECURITY, O_KEY, O_PEER, O_REPLAY_MARGIN_US, O_KEY_ROTATE_S,
-	O_PSP_CIPHER, O_INSTANCE,
+	O_PSP_CIPHER, O_INSTANCE, O_POLL, O_POLL_US, O_CPU, O_SCHED, O_MLOCK,
 };
 
 static const struct option opts[] = {
@@ -66,6 +66,11 @@ static const struct option opts[] = {
 	{ "key-rotate-s", required_argument, NULL, O_KEY_ROTATE_S },
 	{ "psp-cipher", required_argument, NULL, O_PSP_CIPHER },
 	{ "instance", required_argument, NULL, O_INSTANCE },
+	{ "poll", required_argument, NULL, O_POLL },
+	{ "poll-us", required_argument, NULL, O_POLL_US },
+	{ "cpu", required_argument, NULL, O_CPU },
+	{ "sched", required_argument, NULL, O_SCHED },
+	{ "mlock", no_argument, NULL, O_MLOCK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -127,8 +132,21 @@ static void usage(FILE *f)
 		"                         RNR and retried by Falcon (spec 6.6.4)\n"
 		"  --conn-data-credits N  data packets a connection may have waiting to go\n"
 		"                         (spec 8.2.3 credits; default 0: no per-connection limit)\n"
+		"  --poll MODE            the engine thread and the CPU: sleep = wake on events\n"
+		"                         (a client's post is a system call); adaptive (default) =\n"
+		"                         after work keep polling the clients' rings and the I/O\n"
+		"                         for --poll-us, then sleep (clients post without a system\n"
+		"                         call meanwhile); busy = never sleep (a core of its own)\n"
+		"  --poll-us N            adaptive's polling window after the last work (default\n"
+		"                         %u us)\n"
+		"  --cpu LIST             pin the engine thread to these CPUs (\"1\", \"2,3\", \"0-1\")\n"
+		"  --sched other|fifo:PRIO|rr:PRIO  the engine thread's scheduling class (default\n"
+		"                         other); a real-time class locks memory (--mlock) and\n"
+		"                         needs CAP_SYS_NICE / CAP_IPC_LOCK or their limits\n"
+		"  --mlock                lock falcond's memory (mlockall), also in class other\n"
 		"  -V, --version, -h, --help\n",
-		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT);
+		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT,
+		FD_POLL_US_DEFAULT);
 }
 
 static struct fd_notify notify;
@@ -201,7 +219,31 @@ static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 	return 0;
 }
 
-/* One option. Returns 0, or -EINVAL with a message printed. */
+/* What a bad value of the CPU options should have been. */
+static const char *hint(int id)
+{
+	static char cpus[64];
+
+	switch (id) {
+	case O_POLL:
+		return " (sleep, adaptive or busy)";
+	case O_POLL_US:
+		return " (1 .. 1000000)";
+	case O_CPU:
+		snprintf(cpus, sizeof(cpus), " (CPUs 0..%ld as \"1\", \"2,3\" or \"0-1\")",
+			 sysconf(_SC_NPROCESSORS_CONF) - 1);
+		return cpus;
+	case O_SCHED:
+		return " (other, fifo:PRIO or rr:PRIO with PRIO 1..99)";
+	case O_MLOCK:
+		return " (yes or no)";
+	default:
+		return "";
+	}
+}
+
+/* One option (v NULL: one without a value). Returns 0, or -EINVAL with a message
+ * printed. */
 static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 {
 	uint32_t u;
@@ -333,6 +375,27 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		else
 			snprintf(c->instance, sizeof(c->instance), "%s", v);
 		break;
+	case O_POLL:
+		rc = fd_poll_parse(v, &c->poll);
+		break;
+	case O_POLL_US:
+		rc = parse_u32(v, 1, FD_POLL_US_MAX, &c->poll_us);
+		break;
+	case O_CPU:
+		if (strlen(v) >= sizeof(c->cpu_list) || fd_cpu_parse(v, &c->cpus))
+			rc = -EINVAL;
+		else
+			strcpy(c->cpu_list, v);
+		break;
+	case O_SCHED:
+		rc = fd_sched_parse(v, &c->sched_policy, &c->sched_prio);
+		break;
+	case O_MLOCK:
+		if (v && strcmp(v, "yes") && strcmp(v, "no"))
+			rc = -EINVAL;
+		else
+			c->mlock = !v || !strcmp(v, "yes");
+		break;
 	case O_LOG:
 		if ((c->log_level = fc_log_parse_level(v)) < 0)
 			rc = -EINVAL;
@@ -385,7 +448,8 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		return -EINVAL;
 	}
 	if (rc)
-		fprintf(stderr, "falcond: bad value for %s: '%s'\n", name, v);
+		fprintf(stderr, "falcond: bad value for %s: '%s'%s\n", name, v ? v : "",
+			hint(id));
 	return rc;
 }
 
@@ -413,7 +477,9 @@ static int load_config(struct fd_cfg *c, const char *path)
 		val = strtok(NULL, " \t\r\n");
 		for (o = opts; o->name && strcmp(o->name, key); o++)
 			;
-		if (!o->name || o->has_arg != required_argument || o->val == O_CONFIG || !val) {
+		/* an option without a value (mlock) is a key alone, or key yes / no */
+		if (!o->name || o->val == O_CONFIG ||
+		    (o->has_arg == no_argument ? o->val != O_MLOCK : !val)) {
 			fprintf(stderr, "falcond: %s:%d: %s '%s'\n", path, lineno,
 				!o->name ? "unknown key" : "needs a value", key);
 			rc = -EINVAL;
@@ -490,6 +556,8 @@ int main(int argc, char **argv)
 		LOG_W("falcond: NOTIFY_SOCKET=%s is not a socket address: not notifying",
 		      getenv("NOTIFY_SOCKET"));
 	rc = falcond_start(&d);
+	if (!rc)
+		rc = fd_cpu_start(&d);
 	for (int i = 0; i < 3 && !rc; i++) {
 		if (i < 2)
 			ev_signal_init(&d.sig_w[i], signal_cb, i ? SIGTERM : SIGINT);
@@ -511,6 +579,14 @@ int main(int argc, char **argv)
 				 d.xdp->pin_dir);
 		else
 			snprintf(io, sizeof(io), "udp");
+		char win[32] = "";
+
+		if (d.cfg.poll == FD_POLL_ADAPTIVE)
+			snprintf(win, sizeof(win), " (%u us after work)", d.cfg.poll_us);
+		LOG_I("falcond %s: poll %s%s, cpu %s, sched %s%s", FALCOND_VERSION,
+		      fd_poll_name(d.cfg.poll), win,
+		      d.cfg.cpu_list[0] ? d.cfg.cpu_list : "any", fd_sched_name(&d.cfg),
+		      d.cfg.mlock || d.cfg.sched_policy != SCHED_OTHER ? ", memory locked" : "");
 		LOG_I("falcond %s: data %s %s:%u, cm udp %s:%u, mtu %u, api %s, admin %s, cc %s%s, "
 		      "security %s",
 		      FALCOND_VERSION, io, d.cfg.listen_addr, d.cfg.data_port, d.cfg.listen_addr,

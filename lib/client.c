@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ struct falcon_context {
 	uint32_t seq;
 	struct fc_api_hello_rep limits;
 	int ptracer_set;             /* allow_daemon done */
+	uint32_t poll_us;            /* falcon_wait_cq spins this long first (FALCON_POLL_US) */
 };
 
 struct falcon_pd {
@@ -227,6 +229,22 @@ out:
 	return rc;
 }
 
+/* FALCON_POLL_US: microseconds falcon_wait_cq polls before it sleeps (0 .. 1000000; unset
+ * or not a number: 0, sleep at once). */
+static uint32_t env_poll_us(void)
+{
+	const char *s = getenv("FALCON_POLL_US");
+	char *e;
+	unsigned long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtoul(s, &e, 10);
+	if (*e || v > 1000000)
+		return 0;
+	return (uint32_t)v;
+}
+
 API struct falcon_context *falcon_open(const char *path)
 {
 	struct falcon_context *ctx;
@@ -245,6 +263,7 @@ API struct falcon_context *falcon_open(const char *path)
 	if (!ctx)
 		return fail_null(-ENOMEM);
 	ctx->head.next = ctx->head.prev = &ctx->head;
+	ctx->poll_us = env_poll_us();
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -586,7 +605,7 @@ API int falcon_req_notify_cq(struct falcon_cq *cq, int solicited_only)
 	if (!cq)
 		return fail(-EINVAL);
 	h = cq->ring;
-	__atomic_store_n(&h->need_wakeup, 1, __ATOMIC_RELEASE);
+	fc_ring_set_need_wakeup(h, 1); /* fenced: the poll after it sees what came before */
 	return 0;
 }
 
@@ -612,11 +631,38 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* FALCON_POLL_US: poll the ring for up to us microseconds (and no longer than timeout_ms,
+ * unless it is -1), offering the CPU between empty polls: falcond may need this core.
+ * Returns what falcon_poll_cq returned last. */
+static int spin_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, uint32_t us,
+		   int timeout_ms)
+{
+	uint64_t now = mono_ns(), end;
+	int rc;
+
+	if (timeout_ms >= 0 && (uint64_t)timeout_ms * 1000u < us)
+		us = (uint32_t)timeout_ms * 1000u;
+	end = now + us * 1000ull;
+	while (!(rc = falcon_poll_cq(cq, n, wc)) && mono_ns() < end)
+		sched_yield();
+	return rc;
+}
+
 API int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int timeout_ms)
 {
 	int64_t end = timeout_ms < 0 ? INT64_MAX : mono_ms() + timeout_ms;
 	int rc;
 
+	if (cq && cq->n.ctx->poll_us && (rc = spin_cq(cq, n, wc, cq->n.ctx->poll_us, timeout_ms)))
+		return rc;
 	for (;;) {
 		if ((rc = falcon_poll_cq(cq, n, wc)))
 			return rc;
@@ -1065,12 +1111,10 @@ API int falcon_close_xrcd(struct falcon_xrcd *x)
 
 static void doorbell(struct falcon_context *ctx, void *ring)
 {
-	struct fc_ring_hdr *h = ring;
 	uint64_t one = 1;
 
-	/* pairs with the daemon's fence between setting need_wakeup and reading prod */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED))
+	/* the daemon polls (flag 0): no system call */
+	if (fc_ring_needs_wakeup(ring))
 		(void)!write(ctx->db_fd, &one, sizeof(one));
 }
 

@@ -178,7 +178,11 @@ int falcon_cq_fd(const struct falcon_cq *cq);
  * non-blocking). */
 int falcon_cq_ack_events(struct falcon_cq *cq);
 /* Wait (poll the fd) until a completion is there or timeout_ms passes (-1: forever):
- * arms, re-polls and sleeps as the verbs idiom does. Returns the number of completions
+ * arms, re-polls and sleeps as the verbs idiom does. With FALCON_POLL_US=N in the
+ * environment of falcon_open, it first polls the CQ ring for up to N us (yielding the CPU
+ * between empty polls: falcond may share the core), then arms and sleeps: a completion
+ * that comes within N us costs no wakeup, at the price of that much CPU per wait. Unset
+ * (or 0): it sleeps at once. Returns the number of completions
  * polled into wc (> 0), 0 on timeout, -ENOTCONN when falcond has gone (stopped or died:
  * nothing more will complete; open a new context once it is back), or another negative
  * errno. */

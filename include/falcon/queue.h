@@ -212,4 +212,40 @@ static inline void fc_ring_consume(void *mem, uint32_t n)
 	__atomic_store_n(&h->cons, h->cons + n, __ATOMIC_RELEASE);
 }
 
+/* Wakeups (libxdp's xsk_ring_prod__needs_wakeup idea). The consumer says whether it
+ * polls (0: the producer need not ring) or is about to sleep (1: ring the doorbell after
+ * producing). Ordering contract, the store-buffer pattern both sides must follow:
+ *
+ *   consumer going to sleep:  fc_ring_set_need_wakeup(r, 1); then fc_ring_avail(r)
+ *                             once more, and sleep only if it is still 0
+ *   producer:                 fc_ring_produce(r, n); then fc_ring_needs_wakeup(r),
+ *                             and ring if it says so
+ *
+ * Each helper puts a full fence between its own store and the load that follows, so at
+ * least one side sees the other's store: either the consumer sees the entries or the
+ * producer sees the flag. Setting the flag to 0 needs no fence (a doorbell too many is
+ * harmless), and a flag that already holds the value is not written again: a consumer
+ * that polls does not dirty the cache line the producer reads. */
+
+/* Consumer: 1 = about to sleep (ring me), 0 = polling. */
+static inline void fc_ring_set_need_wakeup(void *mem, uint32_t on)
+{
+	struct fc_ring_hdr *h = mem;
+
+	if (__atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED) != on)
+		__atomic_store_n(&h->need_wakeup, on, __ATOMIC_RELAXED);
+	if (on)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Producer, after fc_ring_produce: nonzero when the consumer sleeps and wants the
+ * doorbell rung. */
+static inline int fc_ring_needs_wakeup(const void *mem)
+{
+	const struct fc_ring_hdr *h = mem;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED) != 0;
+}
+
 #endif

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -206,12 +208,130 @@ static void test_two_processes(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* need_wakeup in one process: the flag as each helper leaves it. */
+static void test_need_wakeup_flag(void **state)
+{
+	struct fc_ring_hdr *h = (struct fc_ring_hdr *)mem;
+
+	(void)state;
+	assert_int_equal(fc_ring_init(mem, sizeof(mem), FC_RING_SQ, 16), 0);
+	assert_int_equal(fc_ring_needs_wakeup(mem), 0); /* a new ring: the consumer polls */
+	fc_ring_set_need_wakeup(mem, 1);
+	assert_int_equal(h->need_wakeup, 1);
+	assert_int_equal(fc_ring_needs_wakeup(mem), 1);
+	fc_ring_set_need_wakeup(mem, 1);                /* unchanged: still set */
+	assert_int_equal(fc_ring_needs_wakeup(mem), 1);
+	fc_ring_set_need_wakeup(mem, 0);
+	assert_int_equal(fc_ring_needs_wakeup(mem), 0);
+	assert_int_equal(h->cons, 0);                   /* the index beside it untouched */
+}
+
+#define NWAKE 40000u /* entries of the wakeup test: half polled, half slept for */
+
+/* The producer of the wakeup test: one entry at a time with short random gaps, the
+ * doorbell (an eventfd) only when fc_ring_needs_wakeup says so; *rung counts them. */
+static int wake_producer(uint8_t *r, int efd, volatile uint64_t *rung)
+{
+	struct timespec t0;
+	uint32_t seed = 12345;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint64_t i = 0; i < NWAKE; i++) {
+		uint64_t one = 1;
+
+		while (!fc_ring_space(r))
+			if (timed_out(&t0))
+				return 1;
+		((struct fc_ring_send_wr *)fc_ring_entry(r, ((struct fc_ring_hdr *)r)->prod))->wr_id = i;
+		fc_ring_produce(r, 1);
+		if (fc_ring_needs_wakeup(r)) {
+			__atomic_fetch_add(rung, 1, __ATOMIC_RELAXED);
+			if (write(efd, &one, sizeof(one)) != sizeof(one))
+				return 2;
+		}
+		seed = seed * 1103515245u + 12345u;
+		for (uint32_t k = (seed >> 16) % 2000; k; k--) /* 0 .. ~10 us */
+			__asm__ __volatile__("" ::: "memory");
+		if (!(seed & 0x700))
+			sched_yield();
+	}
+	return 0;
+}
+
+/* Two processes on one ring and an eventfd: while the consumer polls (the flag 0) the
+ * producer rings no doorbell at all; then the consumer sleeps whenever the ring is empty,
+ * setting the flag and looking once more first, and never misses an entry: a lost
+ * wakeup would leave it asleep (bounded: 5 s per sleep fails the test). */
+static void test_need_wakeup_two_processes(void **state)
+{
+	size_t rb = fc_ring_bytes(FC_RING_SQ, 64);
+	int fd = memfd_create("falcon-wake", MFD_CLOEXEC), efd = eventfd(0, EFD_CLOEXEC), st = 0;
+	uint64_t next = 0, rung_polling = UINT64_MAX, sleeps = 0, lost = 0, wrong = 0;
+	volatile uint64_t *rung;
+	uint8_t *m, *r;
+	pid_t pid;
+
+	(void)state;
+	assert_true(fd >= 0 && efd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)(rb + 64)), 0);
+	m = mmap(NULL, rb + 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	rung = (volatile uint64_t *)m;
+	r = m + 64;
+	assert_int_equal(fc_ring_init(r, rb, FC_RING_SQ, 64), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(wake_producer(r, efd, rung));
+	while (next < NWAKE && !lost && !wrong) {
+		uint32_t n = fc_ring_avail(r, NULL);
+
+		if (next >= NWAKE / 2 && rung_polling == UINT64_MAX) /* before any sleep */
+			rung_polling = __atomic_load_n(rung, __ATOMIC_RELAXED);
+		if (!n && next >= NWAKE / 2) {
+			struct pollfd p = { .fd = efd, .events = POLLIN };
+			uint64_t v;
+
+			fc_ring_set_need_wakeup(r, 1);
+			if (!fc_ring_avail(r, NULL)) { /* the re-check: it came meanwhile? */
+				sleeps++;
+				if (poll(&p, 1, 5000) != 1)
+					lost = 1;
+				else if (read(efd, &v, sizeof(v)) != sizeof(v))
+					lost = 1;
+			}
+			fc_ring_set_need_wakeup(r, 0);
+			continue;
+		}
+		for (; n; n--, next++) {
+			const struct fc_ring_send_wr *w = fc_ring_entry(r, ((struct fc_ring_hdr *)r)->cons);
+
+			wrong |= w->wr_id != next;
+			fc_ring_consume(r, 1);
+		}
+	}
+	if (lost || wrong)
+		kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(lost, 0);
+	assert_int_equal(wrong, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(rung_polling, 0);          /* polling: no doorbell */
+	assert_true(sleeps > 0 && *rung > 0);       /* and sleeping did use it */
+	munmap(m, rb + 64);
+	close(fd);
+	close(efd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_and_checks),
 		cmocka_unit_test(test_full_empty_wrap),
 		cmocka_unit_test(test_two_processes),
+		cmocka_unit_test(test_need_wakeup_flag),
+		cmocka_unit_test(test_need_wakeup_two_processes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
