@@ -134,6 +134,7 @@ struct fd_daemon {
 	ev_check check_w;             /* after the poll: stall_check, the RUE thread */
 	uint64_t sleep_ns, sleep_dl_ns; /* when the loop last went to poll, the timer it set */
 	uint64_t awake_ns;            /* when it last came back */
+	int sleep_polling;            /* ... and that poll did not block (--poll) */
 	ev_idle idle_w;               /* keeps the loop from sleeping while work is left */
 	ev_idle poll_w;               /* active while the loop polls (poll.c) */
 	uint64_t poll_work_ns;        /* when the last work was found (rx or WRs) */

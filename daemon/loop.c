@@ -93,9 +93,12 @@ void fd_kick(struct fd_daemon *d)
 		ev_idle_start(d->loop, &d->idle_w); /* more to send: do not sleep */
 	/* re-armed only for an earlier deadline: a later one is found when the armed timer
 	 * fires (timer_cb, then here), one early wakeup instead of a timerfd_settime per kick
-	 * while the engine's deadlines move with every operation */
+	 * while the engine's deadlines move with every operation. A polling loop arms
+	 * nothing: poll.c's poll_cb looks at the deadline every round (a timerfd_settime per
+	 * expiry was 11 % of a busy daemon at 1.1 M WRITEs/s), before_poll arms it when the
+	 * loop is about to block */
 	dl = fc_node_next_deadline(d->node);
-	if (dl < d->timer_at_ns)
+	if (dl < d->timer_at_ns && !ev_is_active(&d->poll_w))
 		timer_arm(d, dl);
 }
 
@@ -186,9 +189,17 @@ static void rue_forget(void *ctx, uint32_t cid)
 }
 
 /* Where stall_check measures from: the loop goes to poll (blocking or not) now, and the
- * timer it leaves armed. Every exit of prepare_cb passes here. */
+ * timer it leaves armed (armed here when it will block). Every exit of prepare_cb passes
+ * here. */
 static void stall_mark(struct fd_daemon *d)
 {
+	d->sleep_polling = ev_is_active(&d->poll_w);
+	if (!d->sleep_polling) { /* going to block: the engine's deadline must wake it */
+		uint64_t dl = fc_node_next_deadline(d->node);
+
+		if (dl < d->timer_at_ns)
+			timer_arm(d, dl);
+	}
 	d->sleep_ns = fd_now_ns();
 	d->sleep_dl_ns = d->timer_at_ns;
 }
@@ -235,6 +246,8 @@ static void stall_check(struct fd_daemon *d)
 
 	if (d->sleep_dl_ns != UINT64_MAX && now > d->sleep_dl_ns + STALL_NS)
 		stall = now - (d->sleep_dl_ns > d->sleep_ns ? d->sleep_dl_ns : d->sleep_ns);
+	if (d->sleep_polling && now > d->sleep_ns + STALL_NS && now - d->sleep_ns > stall)
+		stall = now - d->sleep_ns; /* a non-blocking poll that took this long */
 	if (d->awake_ns && d->sleep_ns > d->awake_ns + STALL_NS &&
 	    d->sleep_ns - d->awake_ns > stall)
 		stall = d->sleep_ns - d->awake_ns;

@@ -136,9 +136,16 @@ static void poll_cb(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct fd_daemon *d = w->data;
 
+	uint64_t now = fd_now_ns();
+
 	(void)loop;
 	(void)revents;
 	d->polls++;
+	/* the node's timer while polling: no timerfd is armed (fd_kick) */
+	if (fc_node_next_deadline(d->node) <= now) {
+		fc_node_on_timer(d->node, now);
+		fd_kick(d);
+	}
 	if (fd_rx(d) <= 0 && d->poll_empty) {
 		d->poll_yields++;
 		sched_yield();
