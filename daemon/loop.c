@@ -243,9 +243,12 @@ static void prepare_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 static void stall_check(struct fd_daemon *d)
 {
 	uint64_t now = fd_now_ns(), stall = 0;
+	uint64_t due = d->sleep_dl_ns > d->sleep_ns ? d->sleep_dl_ns : d->sleep_ns;
 
-	if (d->sleep_dl_ns != UINT64_MAX && now > d->sleep_dl_ns + STALL_NS)
-		stall = now - (d->sleep_dl_ns > d->sleep_ns ? d->sleep_dl_ns : d->sleep_ns);
+	/* late past the timer it slept for, or past its going to sleep when that timer was
+	 * already due (an armed deadline in the past wakes the poll at once) */
+	if (d->sleep_dl_ns != UINT64_MAX && now > due + STALL_NS)
+		stall = now - due;
 	if (d->sleep_polling && now > d->sleep_ns + STALL_NS && now - d->sleep_ns > stall)
 		stall = now - d->sleep_ns; /* a non-blocking poll that took this long */
 	if (d->awake_ns && d->sleep_ns > d->awake_ns + STALL_NS &&

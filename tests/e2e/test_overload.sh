@@ -132,10 +132,19 @@ run_mode() { # security mode
 		e2e_fail "$sec: only $hogs_alive of $HOGS hogs ran to the end"
 	kill -0 "$TD_PID_A" 2>/dev/null && kill -0 "$TD_PID_B" 2>/dev/null &&
 		e2e_ok "$sec: both daemons alive" || e2e_fail "$sec: a daemon died"
-	local n
+	local n st stalls stall_ns bad=""
 	for n in a b; do # how often each daemon found it had not run (10 ms and more)
-		echo "$n: $("$FALCONCTL" -j -r "$TD_DIR/$n" stats | grep -oE '"(stalls|stall_ns)":[0-9]*' | head -2 | tr '\n' ' ')"
+		st=$("$FALCONCTL" -j -r "$TD_DIR/$n" stats | grep -oE '"(stalls|stall_ns)":[0-9]*' | head -2)
+		echo "$n: $(tr '\n' ' ' <<<"$st")"
+		stalls=$(grep -oE '"stalls":[0-9]+' <<<"$st" | grep -oE '[0-9]+$')
+		stall_ns=$(grep -oE '"stall_ns":[0-9]+' <<<"$st" | grep -oE '[0-9]+$')
+		# each stall counted is one the loop really had (10 ms and more): a loop that
+		# took its own early timer for one would push retransmissions back for nothing
+		[ -n "$stalls" ] && [ -n "$stall_ns" ] && [ "$stall_ns" -ge $((stalls * 10000000)) ] ||
+			bad="$bad $n(${stalls:-?} stalls, ${stall_ns:-?} ns)"
 	done
+	[ -z "$bad" ] && e2e_ok "$sec: every stall the daemons counted lasted 10 ms or more" ||
+		e2e_fail "$sec: stalls shorter than 10 ms counted:$bad"
 	grep -hiE 'warn|stall|timed out|timeout' "$TD_DIR/a.log" "$TD_DIR/b.log" | tail -n 5
 	td_stop
 }
