@@ -69,6 +69,21 @@ static int count_fds(void)
 	return n;
 }
 
+static void print_fds(void)
+{
+	for (int fd = 0; fd < 4096; fd++) {
+		char path[64], target[256];
+		ssize_t n;
+
+		if (fcntl(fd, F_GETFD) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = 0;
+		fprintf(stderr, "  fd %d -> %s\n", fd, target);
+	}
+}
+
 static void run_loop(void)
 {
 	for (int i = 0; i < 4; i++)
@@ -166,17 +181,19 @@ static void init(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int ready, fds_before;
-	int fd, mfd = -1;
+	static int ready;
+	int fd, mfd = -1, fds_before;
 	size_t off = 1;
 
 	if (!ready) {
 		init();
 		ready = 1;
-		fds_before = count_fds();
 	}
 	if (!size)
 		return 0;
+	/* counted anew for each session: between two inputs libFuzzer itself may open
+	 * descriptors (the pipes to llvm-symbolizer when it names a NEW_FUNC) */
+	fds_before = count_fds();
 	fd = connect_api();
 	if (!(data[0] & 1))
 		hello(fd);
@@ -218,8 +235,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	REQUIRE(fd_api_nclients(d.api) == 0);
 	/* a session leaves no descriptor behind in the daemon */
 	if (count_fds() != fds_before) {
-		fprintf(stderr, "fuzz_api: %d descriptors before the session, %d after\n",
+		fprintf(stderr, "fuzz_api: %d descriptors before the session, %d after:\n",
 			fds_before, count_fds());
+		print_fds();
 		abort();
 	}
 	return 0;
