@@ -162,8 +162,6 @@ static void qp_free_mem(struct qp *q)
 	q->map = NULL;
 }
 
-/* The connection t a connected QP of that ordering may use: ours, 1:1, ordered as the
- * mode wants, free. */
 /* A connected QP's timer attributes go to its Falcon connection (one per RC / XRC QP). */
 static void qp_conn_timeout(const struct qp *q)
 {
@@ -189,6 +187,8 @@ int fc_rdma_qp_set_timers(struct fc_rdma *d, uint32_t qpn, uint64_t timeout_ns,
 	return 0;
 }
 
+/* The connection t a connected QP of that ordering may use: ours, 1:1, ordered as the
+ * mode wants, free. */
 static int check_conn(const struct fc_rdma *d, struct fc_txn *t, uint8_t order, struct conn **out)
 {
 	struct conn *c = conn_of(d, t);
