@@ -251,8 +251,9 @@ struct fc_rdma_cfg {
 	/* called when an armed CQ gets a completion (fc_rdma_cq_arm); may be NULL */
 	void (*cq_event)(void *ctx, uint32_t cqn);
 	/* called when a connection failed (its peer silent past its timers, section 11),
-	 * after its QP went to the error state: the caller tells the peer. Must not call into
-	 * the engine. May be NULL. */
+	 * after its QP went to the error state, or when a transaction of its RC / XRC QP
+	 * timed out (the same budget, FC_WC_RETRY_EXC_ERR) and took the QP there: the caller
+	 * tells the peer. Must not call into the engine. May be NULL. */
 	void (*conn_dead)(void *ctx, uint32_t cid);
 	void *ev_ctx;
 };

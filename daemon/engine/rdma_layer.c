@@ -181,8 +181,13 @@ static void on_dead(void *ctx, struct fc_txn *t, int reason)
 	rdma_run_deferred(c->d);
 	if (c->qp)
 		rdma_qp_to_err(c->qp, c->d);
-	if (c->d->cfg.conn_dead)
-		c->d->cfg.conn_dead(c->d->cfg.ev_ctx, fc_txn_local_cid(t));
+	rdma_conn_gave_up(c->d, c);
+}
+
+void rdma_conn_gave_up(struct fc_rdma *d, struct conn *c)
+{
+	if (d->cfg.conn_dead)
+		d->cfg.conn_dead(d->cfg.ev_ctx, fc_txn_local_cid(c->t));
 }
 
 static const struct fc_txn_ops rdma_txn_ops = {

@@ -335,6 +335,8 @@ void rdma_rwqe_wc(const struct rwqe *w, uint32_t qpn, uint8_t st, struct fc_rdma
 void rdma_swqe_settle(struct swqe *w);
 void rdma_swqe_emit(struct fc_rdma *d, struct qp *q, struct swqe *w);
 void rdma_qp_to_err(struct qp *q, struct fc_rdma *d);
+/* Tell the I/O shell that connection c is given up (cfg.conn_dead), so its peer hears. */
+void rdma_conn_gave_up(struct fc_rdma *d, struct conn *c);
 /* One compare, asked several times per WR on the send path: inline. */
 static inline int rdma_is_atomic_op(uint8_t op)
 {

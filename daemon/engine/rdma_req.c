@@ -413,6 +413,12 @@ static void sq_drain(struct fc_rdma *d, struct qp *q)
 				return; /* the CQ overflowed: everything was flushed */
 			if (w->status != FC_WC_SUCCESS && q->mode == FC_RDMA_MODE_VERBS) {
 				rdma_qp_to_err(q, d);
+				/* a transaction outlived the QP's timers: the connection is
+				 * as given up as if the PDL had said so (section 11), and the
+				 * peer, which may only wait for receives, must hear it */
+				if (w->status == FC_WC_RETRY_EXC_ERR && q->c && !q->c->dead &&
+				    !q->c->mn)
+					rdma_conn_gave_up(d, q->c);
 				return;
 			}
 			continue;

@@ -1532,6 +1532,60 @@ static void test_zero_length(void **state)
 
 static int events[8];
 static uint32_t event_cq[8];
+static uint32_t dead_cid[4];
+static int ndead;
+
+static void on_conn_dead(void *ctx, uint32_t cid)
+{
+	(void)ctx;
+	dead_cid[ndead & 3] = cid;
+	ndead++;
+}
+
+static int drop_pull_data(int from, const struct logent *l)
+{
+	return from == 1 && l->type == FC_PKT_PULL_DATA;
+}
+
+/* A READ whose Pull Data never arrives, while the PDL has nothing outstanding: the
+ * transaction times out (section 11 kCmplLocalTO) before any PDL give-up, the QP goes to
+ * error, and the I/O shell hears the connection is given up, once, so it tells the peer
+ * (which may only have receives posted and would otherwise never notice). */
+static void test_txn_timeout_gives_up_conn(void **state)
+{
+	struct fc_rdma_wc wc;
+	struct fc_rdma_cfg rc;
+	uint32_t qa, qb;
+
+	(void)state;
+	fc_rdma_free(A->d);
+	fc_rdma_cfg_default(&rc);
+	rc.mtu_bytes = PMTU;
+	rc.max_msg_bytes = MEM;
+	rc.conn_dead = on_conn_dead;
+	A->d = fc_rdma_new(&rc, A->e, A->mrs);
+	assert_non_null(A->d);
+	assert_int_equal(fc_rdma_cq_create(A->d, 64, &A->scq), 0);
+	assert_int_equal(fc_rdma_cq_create(A->d, 64, &A->rcq), 0);
+	ndead = 0;
+	rc_pair(0, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, &qa, &qb);
+	assert_int_equal(fc_rdma_qp_set_timers(A->d, qa, 20 * MS, 7, 0xFF), 0);
+	fill(B, 4000, 64, 5);
+	filter = drop_pull_data;
+	assert_int_equal(post(A, qa, FC_RDMA_WR_READ, 1, 0, 64, IOVA + 4000, B->k.rkey), 0);
+	run_until(now + 10 * MS);
+	assert_int_equal(poll1(A, A->scq, &wc), 0); /* half the budget: still waiting */
+	assert_int_equal(ndead, 0);
+	run_until(now + 100 * MS);
+	assert_int_equal(poll1(A, A->scq, &wc), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, FC_WC_RETRY_EXC_ERR);
+	assert_int_equal(wc.vendor_err, FC_CMPL_LOCAL_TO);
+	assert_int_equal(ndead, 1);
+	assert_int_equal(dead_cid[0], 10);
+	filter = NULL;
+}
+
 static void on_cq_event(void *ctx, uint32_t cqn)
 {
 	int *n = ctx;
@@ -1632,6 +1686,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recv_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_length, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_solicited_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_txn_timeout_gives_up_conn, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
