@@ -455,7 +455,11 @@ static void seg_done(struct fc_rdma *d, struct qp *q, uint32_t ri, uint8_t statu
 		w->outstanding--;
 		if (status != FC_WC_SUCCESS)
 			rdma_wr_fail(q, w, seg, status, vendor);
-		if (w->issued == w->nseg && !w->outstanding)
+		/* verbs: a segment past the QP's timers fails the WR now; its other segments,
+		 * paced behind a small window, would each take a budget more to time out,
+		 * and their answers, should any come, find no WR (wr_by_seq) */
+		if ((w->issued == w->nseg && !w->outstanding) ||
+		    (status == FC_WC_RETRY_EXC_ERR && q->mode == FC_RDMA_MODE_VERBS))
 			rdma_wr_finish(d, q, w);
 	}
 	rdma_qp_pump(d, q);

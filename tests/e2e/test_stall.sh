@@ -121,7 +121,10 @@ stall_case() {
 	fi
 	# what B's stall detection saw (information only: a loop that slept with no deadline
 	# of its own, nothing owed to it, has no peer to forgive and counts nothing)
-	echo "B: $("$FALCONCTL" -j -r "$TD_DIR/b" stats | grep -oE '"(stalls|stall_ns)":[0-9]*' | head -2 | tr '\n' ' ')"
+	local h
+	for h in a b; do
+		echo "${h^^}: $("$FALCONCTL" -j -r "$TD_DIR/$h" stats | grep -oE '"(stalls|stall_ns)":[0-9]*' | head -2 | tr '\n' ' ')"
+	done
 	kill -0 "$TD_PID_A" 2>/dev/null && kill -0 "$TD_PID_B" 2>/dev/null &&
 		e2e_ok "$what: both daemons alive" || e2e_fail "$what: a daemon died"
 	grep -hiE 'warn|stall|silent|timed? ?out' "$TD_DIR/a.log" "$TD_DIR/b.log" | tail -n 6

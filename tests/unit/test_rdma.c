@@ -1586,6 +1586,63 @@ static void test_txn_timeout_gives_up_conn(void **state)
 	filter = NULL;
 }
 
+static int drop_all(int from, const struct logent *l)
+{
+	(void)from;
+	(void)l;
+	return 1;
+}
+
+/* A four-packet WRITE paced behind a window of 0.02 packets (one packet per 50 ms) into
+ * a peer that went silent: the first segment times out one QP budget (20 ms) after it
+ * went, and the WR completes RETRY_EXC_ERR then, not after every paced segment has had
+ * its own budget (about 170 ms). */
+static void test_paced_wr_fails_on_first_timeout(void **state)
+{
+	struct fc_rdma_qp_init a;
+	struct fc_rdma_wc wc;
+	uint32_t qa, qb;
+	uint64_t t0;
+
+	(void)state;
+	for (int h = 0; h < 2; h++) {
+		struct fc_txn_conn_cfg c;
+
+		fc_txn_conn_cfg_default(&c);
+		c.pdl.local_cid = h ? 20u : 10u;
+		c.pdl.remote_cid = h ? 10u : 20u;
+		c.pdl.ordered = 1;
+		if (!h) {
+			c.pdl.fcwnd_fp = FC_CWND_ONE / 50;
+			c.pdl.ipg_ns = 50 * MS;
+		}
+		HS[h].conn[0] = fc_rdma_conn_open(HS[h].d, &c);
+		assert_non_null(HS[h].conn[0]);
+	}
+	qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, 0);
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qa), 0);
+	qp_init(B, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, 0);
+	assert_int_equal(fc_rdma_qp_create(B->d, &a, &qb), 0);
+	to_rts(A, qa, qb);
+	to_rts(B, qb, qa);
+	assert_int_equal(fc_rdma_qp_set_timers(A->d, qa, 20 * MS, 7, 0xFF), 0);
+	filter = drop_all;
+	t0 = now;
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, 4 * PMTU, IOVA + 8192, B->k.rkey), 0);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 2, 0, 8, IOVA + 8192, B->k.rkey), 0);
+	run_until(t0 + 30 * MS);
+	assert_int_equal(poll1(A, A->scq, &wc), 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, FC_WC_RETRY_EXC_ERR);
+	assert_int_equal(poll1(A, A->scq, &wc), 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, FC_WC_WR_FLUSH_ERR);
+	/* the abandoned segments' late verdicts complete nothing more */
+	run_until(now + 400 * MS);
+	assert_int_equal(poll1(A, A->scq, &wc), 0);
+	filter = NULL;
+}
+
 static void on_cq_event(void *ctx, uint32_t cqn)
 {
 	int *n = ctx;
@@ -1687,6 +1744,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_zero_length, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_solicited_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_txn_timeout_gives_up_conn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paced_wr_fails_on_first_timeout, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -1067,6 +1068,37 @@ static void test_timeout_not_while_paced(void **state)
 	teardown();
 }
 
+static int64_t drop_all_after_250us(int from, const struct fc_falcon_pkt *f, uint8_t *b,
+				    uint32_t *len)
+{
+	(void)from;
+	(void)f;
+	(void)b;
+	(void)len;
+	return now > 250 * US ? DROP : 0;
+}
+
+/* Paced, and then the peer falls silent (a stopped falcond): the transaction sent into
+ * the silence times out one budget after it went, however slowly its window refills and
+ * its retransmissions are paced; those still queued behind the window wait, not owed. */
+static void test_timeout_paced_peer_silent(void **state)
+{
+	(void)state;
+	setup(short_timeout, paced);
+	filter = drop_all_after_250us;
+	for (int i = 0; i < 4; i++)
+		push(A, 100);
+	run(300 * US + 99 * US);
+	assert_int_equal(A->nc, 1); /* the first went before the silence */
+	assert_int_equal(A->c[0].code, FC_CMPL_ACK);
+	run(300 * US + 140 * US);
+	if (A->nc < 2)
+		fail_msg("RSN 2 (sent at 300 us into a silent peer) not timed out at %" PRIu64 " us",
+			 now / US);
+	assert_int_equal(A->c[1].code, FC_CMPL_LOCAL_TO);
+	teardown();
+}
+
 /* A receiver that answers RNR for 50 timeouts: every NACK is the peer's word, so the
  * push waits (rnr_retry 7 is "forever") and completes once the receive is there. */
 static void ulp_rnr_until_flag(struct host *h, const struct fc_txn_req *r)
@@ -1834,6 +1866,7 @@ int main(void)
 		cmocka_unit_test(test_rnr_unordered),
 		cmocka_unit_test(test_txn_timeout),
 		cmocka_unit_test(test_timeout_not_while_paced),
+		cmocka_unit_test(test_timeout_paced_peer_silent),
 		cmocka_unit_test(test_timeout_not_during_rnr),
 		cmocka_unit_test(test_set_timeout),
 		cmocka_unit_test(test_pull_timeout_late_data),
