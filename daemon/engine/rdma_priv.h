@@ -17,6 +17,7 @@
 #ifndef FALCON_RDMA_PRIV_H
 #define FALCON_RDMA_PRIV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "atomic.h"
@@ -213,6 +214,7 @@ struct fc_rdma {
 	struct ah *ah;
 	struct conn *conn;
 	uint32_t conn_hint;       /* where fc_rdma_conn_open looks for a free slot first */
+	uint32_t qp_hint, cq_hint, srq_hint, ah_hint; /* the same for each table */
 	struct pend *pend;
 	uint64_t pend_seq;
 	uint32_t pend_used;
@@ -289,6 +291,26 @@ static inline struct ah *ah_get(const struct fc_rdma *d, uint32_t num)
 		return NULL;
 	return &d->ah[s];
 }
+
+/* A free slot of a table of n entries of size bytes each (used: the byte at used_off
+ * of an entry), looking from *hint on and moving it past the slot taken: creating N
+ * objects in a row is O(N), not O(N^2) (65,536 QPs must not take minutes). Returns the
+ * slot, or NONE when every one is used. */
+static inline uint32_t slot_take(const void *tbl, uint32_t n, size_t size, size_t used_off,
+				 uint32_t *hint)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = (*hint + i) % n;
+
+		if (!((const uint8_t *)tbl)[(size_t)k * size + used_off]) {
+			*hint = (k + 1) % n;
+			return k;
+		}
+	}
+	return NONE;
+}
+#define SLOT_TAKE(tbl, n, hint) \
+	slot_take((tbl), (n), sizeof(*(tbl)), offsetof(__typeof__(*(tbl)), used), (hint))
 
 /* The connection record of t if t is one of ours. */
 static inline struct conn *conn_of(const struct fc_rdma *d, struct fc_txn *t)
