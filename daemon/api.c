@@ -42,7 +42,16 @@
 #include "falcond.h"
 #include "log.h"
 
-#define OBJS_PER_CLIENT 1024u
+/* A handle is slot | generation << OBJ_SLOT_BITS in the client's table, which grows by
+ * chunks up to its quota (--client-max-objects <= FD_CLIENT_OBJS_MAX slots): memory by
+ * use, and an object never moves (the CM's callbacks hold pointers to them). */
+#define OBJ_SLOT_BITS 18u
+#define OBJ_SLOT_MASK ((1u << OBJ_SLOT_BITS) - 1u)
+#define OBJ_GEN_MASK ((1u << (32u - OBJ_SLOT_BITS)) - 1u)
+#define OBJ_CHUNK 256u
+#define OBJ_NONE UINT32_MAX
+_Static_assert(FD_CLIENT_OBJS_MAX == 1u << OBJ_SLOT_BITS, "handle slot bits");
+#define REFUSE_LOG_NS 1000000000ull /* refusals of a limit: one log line a second */
 #define RING_ENTRIES_MAX 4096u  /* send / receive rings */
 #define CQ_ENTRIES_MAX 65536u   /* completion rings */
 #define PAGE 4096ull
@@ -72,10 +81,12 @@ struct client;
 struct obj {
 	uint8_t type;
 	uint8_t refs_broken;    /* SRQ: its ring broke (logged once) */
-	uint16_t gen;
+	uint16_t gen;           /* OBJ_GEN_MASK bits */
 	uint32_t refs;          /* PD: MRs + QPs + SRQs; CQ, SRQ: QPs */
+	uint32_t slot;          /* its index in the client's table */
 	struct client *c;
 	union {
+		uint32_t free_next; /* OBJ_FREE: the next free slot */
 		struct { uint32_t pd; } pd;
 		struct {
 			uint32_t pd_h, lkey;
@@ -134,9 +145,11 @@ struct client {
 	uint32_t id;
 	int hello;
 	uint32_t hiwat;         /* slots used so far: loops stop here */
+	uint32_t free_head;     /* released slots below hiwat (OBJ_NONE: none) */
+	uint32_t nobj[OBJ_TYPES]; /* objects held, by type (OBJ_FREE: all) */
+	struct obj **chunk;     /* OBJ_CHUNK objects each, allocated as hiwat reaches them */
 	uint32_t pending;       /* CONNECT / ACCEPT waiting */
 	uint64_t msgs, errors;
-	struct obj obj[OBJS_PER_CLIENT];
 };
 
 struct fd_api {
@@ -146,6 +159,9 @@ struct fd_api {
 	struct client *clients;
 	uint32_t nclients, next_id;
 	uint32_t next_xrcd;
+	uint32_t nobj[OBJ_TYPES];   /* objects of all clients, by type */
+	uint64_t refuse_log_ns;     /* the last refusal logged (limits), and those since */
+	uint32_t refuse_quiet;
 	struct {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
 		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
@@ -155,42 +171,150 @@ struct fd_api {
 
 /* ---- helpers ---- */
 
-static struct obj *obj_get(struct client *c, uint32_t h, uint8_t type)
+static struct obj *obj_at(const struct client *c, uint32_t i)
 {
-	uint32_t i = h & 0xFFFFu;
-
-	if (i >= c->hiwat || c->obj[i].type != type || c->obj[i].gen != (h >> 16))
-		return NULL;
-	return &c->obj[i];
+	return &c->chunk[i / OBJ_CHUNK][i % OBJ_CHUNK];
 }
 
-static struct obj *obj_new(struct client *c, uint8_t type, uint32_t *h)
+static uint32_t obj_handle(const struct obj *o)
 {
-	for (uint32_t i = 0; i < OBJS_PER_CLIENT; i++) {
-		struct obj *o = &c->obj[i];
+	return o->slot | (uint32_t)o->gen << OBJ_SLOT_BITS;
+}
 
-		if (o->type != OBJ_FREE)
-			continue;
-		uint16_t gen = (uint16_t)(o->gen + 1);
+static struct obj *obj_get(struct client *c, uint32_t h, uint8_t type)
+{
+	uint32_t i = h & OBJ_SLOT_MASK;
+	struct obj *o;
 
-		memset(o, 0, sizeof(*o));
-		o->type = type;
-		o->gen = gen ? gen : 1;
-		o->c = c;
-		if (i >= c->hiwat)
-			c->hiwat = i + 1;
-		*h = i | (uint32_t)o->gen << 16;
-		return o;
+	if (i >= c->hiwat || (o = obj_at(c, i))->type != type || o->gen != (h >> OBJ_SLOT_BITS))
+		return NULL;
+	return o;
+}
+
+/* What each kind of object is bounded by: the daemon's table, and one client's share of
+ * it (0: only its objects quota). */
+static void obj_limits(const struct fd_cfg *cfg, uint8_t type, uint32_t *max, const char **opt,
+		       uint32_t *cmax, const char **copt)
+{
+	*cmax = 0;
+	*copt = NULL;
+	switch (type) {
+	case OBJ_QP:
+		*max = cfg->max_qps, *opt = "--max-qps";
+		*cmax = cfg->client_max_qps, *copt = "--client-max-qps";
+		return;
+	case OBJ_MR:
+		*max = cfg->max_mrs, *opt = "--max-mrs";
+		*cmax = cfg->client_max_mrs, *copt = "--client-max-mrs";
+		return;
+	case OBJ_CQ: *max = cfg->max_cqs, *opt = "--max-cqs"; return;
+	case OBJ_SRQ: *max = cfg->max_srqs, *opt = "--max-srqs"; return;
+	case OBJ_AH: *max = cfg->max_ahs, *opt = "--max-ahs"; return;
+	case OBJ_PD: *max = cfg->max_pds, *opt = "--max-pds"; return;
+	default: *max = UINT32_MAX, *opt = NULL; return;
 	}
-	return NULL;
+}
+
+/* A refusal for a limit: logged naming it, at most one line per REFUSE_LOG_NS (with the
+ * number of refusals not logged meanwhile). whose: "the daemon" or "the client". */
+static void refuse_log(struct client *c, const char *what, const char *whose, uint32_t n,
+		       const char *opt)
+{
+	struct fd_api *a = c->a;
+	uint64_t now = fd_now_ns();
+
+	if (a->refuse_log_ns && now - a->refuse_log_ns < REFUSE_LOG_NS) {
+		a->refuse_quiet++;
+		return;
+	}
+	LOG_W("api: client %u (pid %d): a %s refused: %s holds %u, its limit (%s %u); %u more "
+	      "refused since the last such line", c->id, (int)c->pid, what, whose, n, opt, n,
+	      a->refuse_quiet);
+	a->refuse_log_ns = now;
+	a->refuse_quiet = 0;
+}
+
+/* May c have one more object of type? 0, -ENOSPC (the daemon's table for it is full),
+ * -EDQUOT (c's own share: objects, or of that type). */
+static int obj_quota(struct client *c, uint8_t type)
+{
+	const struct fd_cfg *cfg = &c->a->d->cfg;
+	uint32_t max, cmax;
+	const char *opt, *copt;
+
+	obj_limits(cfg, type, &max, &opt, &cmax, &copt);
+	if (opt && c->a->nobj[type] >= max) {
+		refuse_log(c, obj_name[type], "the daemon", c->a->nobj[type], opt);
+		return -ENOSPC;
+	}
+	if (copt && cmax && c->nobj[type] >= cmax) {
+		refuse_log(c, obj_name[type], "the client", c->nobj[type], copt);
+		return -EDQUOT;
+	}
+	if (c->nobj[OBJ_FREE] >= cfg->client_max_objects) {
+		refuse_log(c, obj_name[type], "the client (objects of all kinds)",
+			   c->nobj[OBJ_FREE], "--client-max-objects");
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+/* A new object of type, its handle in *h. NULL with *err: -ENOSPC, -EDQUOT (obj_quota),
+ * -ENOMEM. O(1): a released slot, else the next one. */
+static struct obj *obj_new(struct client *c, uint8_t type, uint32_t *h, int *err)
+{
+	uint32_t i;
+	struct obj *o;
+	uint16_t gen;
+
+	if ((*err = obj_quota(c, type)))
+		return NULL;
+	if (c->free_head != OBJ_NONE) {
+		i = c->free_head;
+		c->free_head = obj_at(c, i)->u.free_next;
+	} else {
+		if (c->hiwat >= c->a->d->cfg.client_max_objects) { /* obj_quota's bound */
+			*err = -EDQUOT;
+			return NULL;
+		}
+		if (!c->chunk[c->hiwat / OBJ_CHUNK] &&
+		    !(c->chunk[c->hiwat / OBJ_CHUNK] = calloc(OBJ_CHUNK, sizeof(struct obj)))) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		i = c->hiwat++;
+	}
+	o = obj_at(c, i);
+	gen = (uint16_t)((o->gen + 1) & OBJ_GEN_MASK);
+	memset(o, 0, sizeof(*o));
+	o->type = type;
+	o->gen = gen ? gen : 1;
+	o->slot = i;
+	o->c = c;
+	c->nobj[type]++;
+	c->nobj[OBJ_FREE]++;
+	c->a->nobj[type]++;
+	*h = obj_handle(o);
+	return o;
 }
 
 static void obj_put(struct obj *o)
 {
+	struct client *c = o->c;
 	uint16_t gen = o->gen;
+	uint32_t slot = o->slot;
 
+	if (o->type != OBJ_FREE) {
+		c->nobj[o->type]--;
+		c->nobj[OBJ_FREE]--;
+		c->a->nobj[o->type]--;
+	}
 	memset(o, 0, sizeof(*o));
 	o->gen = gen;
+	o->slot = slot;
+	o->c = c;
+	o->u.free_next = c->free_head;
+	c->free_head = slot;
 }
 
 static int reply(struct client *c, const struct fc_api_hdr *req, int status, const void *body,
@@ -329,7 +453,7 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 	/* QPs first (nothing reads rings or memory after), then what they used */
 	for (uint8_t t = OBJ_QP; t >= OBJ_PD; t--)
 		for (uint32_t i = 0; i < c->hiwat; i++) {
-			struct obj *o = &c->obj[i];
+			struct obj *o = obj_at(c, i);
 
 			if (o->type != t)
 				continue;
@@ -364,6 +488,9 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 		}
 	a->nclients--;
 	a->st.disconnects++;
+	for (uint32_t i = 0; i < c->hiwat; i += OBJ_CHUNK)
+		free(c->chunk[i / OBJ_CHUNK]);
+	free(c->chunk);
 	free(c);
 	fd_kick(d);
 }
@@ -407,11 +534,11 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
 {
 	struct fc_api_handle rep = { 0 };
-	struct obj *o = obj_new(c, OBJ_PD, &rep.handle);
 	int rc;
+	struct obj *o = obj_new(c, OBJ_PD, &rep.handle, &rc);
 
 	if (!o)
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((rc = fc_pd_alloc(fc_node_mrs(c->a->d->node), &o->u.pd.pd))) {
 		obj_put(o);
 		return reply(c, h, rc, NULL, 0, NULL, 0);
@@ -461,9 +588,12 @@ static int mr_register(struct client *c, const struct fc_api_hdr *h,
 		       size_t map_len, const struct fc_mr_mem_ops *ops)
 {
 	struct fc_api_reg_mr_rep rep = { 0 };
-	struct obj *o = obj_new(c, OBJ_MR, &rep.handle);
-	int rc = o ? fc_mr_reg_ext(fc_node_mrs(c->a->d->node), pd->u.pd.pd, host, m->iova,
-				   m->len, m->access, ops, c, &o->u.mr.k) : -ENOSPC;
+	int rc;
+	struct obj *o = obj_new(c, OBJ_MR, &rep.handle, &rc);
+
+	if (o)
+		rc = fc_mr_reg_ext(fc_node_mrs(c->a->d->node), pd->u.pd.pd, host, m->iova, m->len,
+				   m->access, ops, c, &o->u.mr.k);
 
 	if (rc) {
 		if (map)
@@ -555,8 +685,8 @@ static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const voi
 	    !xrcd != !cq || m->pad)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	bytes = (fc_rdma_ring_bytes(FC_RING_RQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
-	if (!(o = obj_new(c, OBJ_SRQ, &rep.handle)))
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_SRQ, &rep.handle, &rc)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((fd = shared_mem("falcon-srq", bytes, &ring)) < 0) {
 		obj_put(o);
 		return reply(c, h, fd, NULL, 0, NULL, 0);
@@ -608,9 +738,9 @@ static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void
 	if (!pow2_ok(m->entries, CQ_ENTRIES_MAX))
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	bytes = (fc_rdma_ring_bytes(FC_RING_CQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
-	o = obj_new(c, OBJ_CQ, &rep.handle);
+	o = obj_new(c, OBJ_CQ, &rep.handle, &rc);
 	if (!o)
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((fd = shared_mem("falcon-cq", bytes, &ring)) < 0) {
 		obj_put(o);
 		return reply(c, h, fd, NULL, 0, NULL, 0);
@@ -687,7 +817,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	struct obj *xrcd = t == FC_RDMA_QPT_XRC_TGT ? obj_get(c, q->xrcd, OBJ_XRCD) : NULL, *o;
 	size_t sq_bytes = 0, rq_bytes = 0, rq_off = 0;
 	uint32_t handle;
-	int fd = -1;
+	int fd = -1, rc;
 
 	if (!t)
 		return -EINVAL;
@@ -715,9 +845,9 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	if (recvs && !srq)
 		rq_bytes = fc_rdma_ring_bytes(FC_RING_RQ, q->rq_entries);
 	rq_off = (sq_bytes + PAGE - 1) & ~(PAGE - 1);
-	o = obj_new(c, OBJ_QP, &handle);
+	o = obj_new(c, OBJ_QP, &handle, &rc);
 	if (!o)
-		return -ENOSPC;
+		return rc;
 	o->u.qp.rings_fd = -1;
 	o->u.qp.bytes = (rq_off + rq_bytes + PAGE - 1) & ~(PAGE - 1);
 	o->u.qp.rq_off = rq_bytes ? rq_off : 0;
@@ -789,7 +919,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
  * without rings). */
 static int qp_reply(struct client *c, const struct fc_api_hdr *h, struct obj *o)
 {
-	struct fc_api_qp_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16,
+	struct fc_api_qp_rep rep = { .handle = obj_handle(o),
 				     .qpn = o->u.qp.qpn, .remote_qpn = o->u.qp.rqpn,
 				     .rings_bytes = o->u.qp.bytes, .rq_offset = o->u.qp.rq_off };
 	int rc = reply(c, h, 0, &rep, sizeof(rep), &o->u.qp.rings_fd, o->u.qp.rings_fd >= 0);
@@ -977,7 +1107,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	struct obj *o = ctx;
 	struct client *c = o->c;
 	struct fc_api_hdr h = { .type = FC_API_CREATE_AH, .seq = o->u.ah.seq };
-	struct fc_api_create_ah_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16 };
+	struct fc_api_create_ah_rep rep = { .handle = obj_handle(o) };
 	struct obj *pd = obj_get(c, o->u.ah.pd_h, OBJ_PD);
 	struct fc_txn *t = status ? NULL : fd_cm_conn(c->a->d->cm, o->u.ah.cm_id);
 
@@ -1007,6 +1137,7 @@ static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void
 	struct sockaddr_storage ss;
 	uint32_t handle;
 	int64_t id;
+	int rc;
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
@@ -1014,8 +1145,8 @@ static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	if (c->pending >= 16)
 		return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
-	if (!(o = obj_new(c, OBJ_AH, &handle)))
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_AH, &handle, &rc)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	o->u.ah.pd_h = m->pd;
 	o->u.ah.seq = h->seq;
 	pd->refs++;
@@ -1036,10 +1167,11 @@ static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void
 static int do_open_xrcd(struct client *c, const struct fc_api_hdr *h)
 {
 	struct fc_api_handle rep = { 0 };
-	struct obj *o = obj_new(c, OBJ_XRCD, &rep.handle);
+	int rc;
+	struct obj *o = obj_new(c, OBJ_XRCD, &rep.handle, &rc);
 
 	if (!o)
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if (!++c->a->next_xrcd) /* daemon-wide, never 0 */
 		c->a->next_xrcd = 1;
 	o->u.xrcd.num = c->a->next_xrcd;
@@ -1184,8 +1316,8 @@ static int do_listen(struct client *c, const struct fc_api_hdr *h, const void *b
 
 	if (!m->service)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
-	if (!(o = obj_new(c, OBJ_LISTENER, &rep.handle)))
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_LISTENER, &rep.handle, &rc)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((rc = fd_cm_listen(c->a->d->cm, m->service, m->backlog, c))) {
 		obj_put(o);
 		return reply(c, h, rc, NULL, 0, NULL, 0);
@@ -1300,6 +1432,23 @@ static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* A client with an empty object table (its chunks come as it grows). NULL: no memory. */
+static struct client *client_alloc(struct fd_api *a)
+{
+	struct client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->chunk = calloc((a->d->cfg.client_max_objects + OBJ_CHUNK - 1) / OBJ_CHUNK,
+			  sizeof(*c->chunk));
+	if (!c->chunk) {
+		free(c);
+		return NULL;
+	}
+	c->free_head = OBJ_NONE;
+	return c;
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct fd_api *a = w->data;
@@ -1313,9 +1462,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (fd < 0)
 			return;
-		if (a->nclients >= a->d->cfg.max_clients || !(c = calloc(1, sizeof(*c)))) {
+		if (a->nclients >= a->d->cfg.max_clients || !(c = client_alloc(a))) {
 			a->st.refused_full++;
-			LOG_W("api: refusing a client: %u connected (max_clients)", a->nclients);
+			LOG_W("api: refusing a client: %u connected (--max-clients %u)%s", a->nclients,
+			      a->d->cfg.max_clients, a->nclients < a->d->cfg.max_clients ?
+			      ": out of memory" : "");
 			close(fd);
 			continue;
 		}
@@ -1348,7 +1499,7 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 
 	for (struct client *c = a->clients; c; c = c->next)
 		for (uint32_t i = 0; i < c->hiwat; i++) {
-			struct obj *o = &c->obj[i];
+			struct obj *o = obj_at(c, i);
 
 			if (o->type == OBJ_CQ) {
 				struct fc_ring_hdr *rh = o->u.cq.ring;
@@ -1472,7 +1623,7 @@ size_t fd_api_json_clients(const struct fd_api *a, char *buf, size_t cap)
 		uint32_t n[OBJ_TYPES] = { 0 };
 
 		for (uint32_t i = 0; i < c->hiwat; i++)
-			n[c->obj[i].type]++;
+			n[obj_at(c, i)->type]++;
 		fd_json_open(&j, NULL, '{');
 		fd_json_kv(&j, "id", "%u", c->id);
 		fd_json_kv(&j, "pid", "%d", (int)c->pid);
@@ -1498,7 +1649,7 @@ size_t fd_api_json_qps(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_open(&j, NULL, '[');
 	for (const struct client *c = a->clients; c; c = c->next)
 		for (uint32_t i = 0; i < c->hiwat; i++) {
-			const struct obj *o = &c->obj[i];
+			const struct obj *o = obj_at(c, i);
 
 			if (o->type != OBJ_QP)
 				continue;
@@ -1532,7 +1683,7 @@ size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_open(&j, NULL, '[');
 	for (const struct client *c = a->clients; c; c = c->next)
 		for (uint32_t i = 0; i < c->hiwat; i++) {
-			const struct obj *o = &c->obj[i];
+			const struct obj *o = obj_at(c, i);
 
 			if (o->type != OBJ_MR)
 				continue;
@@ -1548,6 +1699,33 @@ size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap)
 		}
 	fd_json_close(&j, ']');
 	return fd_json_done(&j);
+}
+
+void fd_api_json_limits(const struct fd_api *a, struct fd_json *j)
+{
+	const struct fd_cfg *cfg = &a->d->cfg;
+	static const uint8_t types[] = { OBJ_QP, OBJ_CQ, OBJ_MR, OBJ_SRQ, OBJ_AH, OBJ_PD };
+	char key[24];
+
+	fd_json_open(j, "limits", '{');
+	for (size_t i = 0; i < sizeof(types); i++) {
+		uint32_t max, cmax;
+		const char *opt, *copt;
+
+		obj_limits(cfg, types[i], &max, &opt, &cmax, &copt);
+		snprintf(key, sizeof(key), "max_%ss", obj_name[types[i]]);
+		fd_json_kv(j, key, "%u", max);
+		snprintf(key, sizeof(key), "%ss", obj_name[types[i]]);
+		fd_json_kv(j, key, "%u", a->nobj[types[i]]);
+	}
+	fd_json_kv(j, "max_conns", "%u", cfg->max_conns);
+	fd_json_kv(j, "conns", "%u", fd_cm_nconns(a->d->cm));
+	fd_json_kv(j, "max_clients", "%u", cfg->max_clients);
+	fd_json_kv(j, "clients", "%u", a->nclients);
+	fd_json_kv(j, "client_max_objects", "%u", cfg->client_max_objects);
+	fd_json_kv(j, "client_max_qps", "%u", cfg->client_max_qps);
+	fd_json_kv(j, "client_max_mrs", "%u", cfg->client_max_mrs);
+	fd_json_close(j, '}');
 }
 
 size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
