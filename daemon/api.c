@@ -52,6 +52,8 @@
 #define OBJ_NONE UINT32_MAX
 _Static_assert(FD_CLIENT_OBJS_MAX == 1u << OBJ_SLOT_BITS, "handle slot bits");
 #define REFUSE_LOG_NS 1000000000ull /* refusals of a limit: one log line a second */
+#define ARENA_CLASSES 11u     /* arena blocks of 1 .. 1024 units (1 KiB .. 1 MiB) */
+#define RING_ALIGN 64u        /* a QP's receive ring follows its send ring at this */
 #define RING_ENTRIES_MAX 4096u  /* send / receive rings */
 #define CQ_ENTRIES_MAX 65536u   /* completion rings */
 #define PAGE 4096ull
@@ -84,7 +86,9 @@ struct obj {
 	uint16_t gen;           /* OBJ_GEN_MASK bits */
 	uint32_t refs;          /* PD: MRs + QPs + SRQs; CQ, SRQ: QPs */
 	uint32_t slot;          /* its index in the client's table */
+	uint8_t swept;          /* on its client's sweep list */
 	struct client *c;
+	struct obj *snext, *sprev; /* the sweep list (fd_api_prepare) */
 	union {
 		uint32_t free_next; /* OBJ_FREE: the next free slot */
 		struct { uint32_t pd; } pd;
@@ -128,6 +132,9 @@ struct obj {
 			void *rings;
 			size_t bytes, rq_off;
 			int rings_fd;
+			uint32_t arena_unit; /* rings in the client's arena from this unit (0:
+					      * a memfd of their own) */
+			uint8_t arena_class; /* the block: 2^arena_class units */
 			uint32_t seq;   /* the CONNECT / ACCEPT waiting for its reply */
 			uint16_t req_type;
 		} qp;
@@ -148,6 +155,18 @@ struct client {
 	uint32_t free_head;     /* released slots below hiwat (OBJ_NONE: none) */
 	uint32_t nobj[OBJ_TYPES]; /* objects held, by type (OBJ_FREE: all) */
 	struct obj **chunk;     /* OBJ_CHUNK objects each, allocated as hiwat reaches them */
+	/* Objects fd_api_prepare looks into each time round: CQs, SRQs, QPs with rings of
+	 * their own, and QPs in the arena whose rings still hold WRs (or that are not ready
+	 * for them yet). The arena's other QPs are looked into when their doorbell bit says
+	 * so: the work of a round is bounded by what has work, not by what exists. */
+	struct obj *sweep;
+	/* the arena (falcon/queue.h), FC_API_HELLO_ARENA */
+	void *arena;
+	uint32_t *arena_slot;   /* unit -> slot + 1 of the QP whose rings start there */
+	uint32_t arena_next;    /* units handed out so far */
+	struct {
+		uint32_t *unit, n, cap;
+	} arena_free[ARENA_CLASSES]; /* freed blocks of 2^k units */
 	uint32_t pending;       /* CONNECT / ACCEPT waiting */
 	uint64_t msgs, errors;
 };
@@ -166,6 +185,8 @@ struct fd_api {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
 		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
 		uint64_t ring_wrs;  /* WRs taken from the clients' rings */
+		uint64_t arena_doorbells; /* QPs looked into because their arena bit said so */
+		uint64_t arena_bad_bits;  /* arena bits that named no QP */
 	} st;
 };
 
@@ -189,6 +210,127 @@ static struct obj *obj_get(struct client *c, uint32_t h, uint8_t type)
 	if (i >= c->hiwat || (o = obj_at(c, i))->type != type || o->gen != (h >> OBJ_SLOT_BITS))
 		return NULL;
 	return o;
+}
+
+static void sweep_add(struct obj *o)
+{
+	struct client *c = o->c;
+
+	if (o->swept)
+		return;
+	o->sprev = NULL;
+	o->snext = c->sweep;
+	if (c->sweep)
+		c->sweep->sprev = o;
+	c->sweep = o;
+	o->swept = 1;
+}
+
+static void sweep_del(struct obj *o)
+{
+	if (!o->swept)
+		return;
+	if (o->sprev)
+		o->sprev->snext = o->snext;
+	else
+		o->c->sweep = o->snext;
+	if (o->snext)
+		o->snext->sprev = o->sprev;
+	o->snext = o->sprev = NULL;
+	o->swept = 0;
+}
+
+/* ---- the arena: blocks of 2^k units for QP rings ---- */
+
+static uint8_t arena_class_of(size_t bytes)
+{
+	uint8_t k = 0;
+
+	while (((size_t)FC_ARENA_UNIT << k) < bytes)
+		k++;
+	return k;
+}
+
+/* A block for bytes of rings: its first unit, or 0 (none: too large, the arena is used
+ * up, no memory; the QP gets a memfd of its own). A freed block of the size first, else
+ * the next one aligned to its size. */
+static uint32_t arena_alloc(struct client *c, size_t bytes, uint8_t *cls)
+{
+	uint8_t k = arena_class_of(bytes);
+	uint32_t n = 1u << k, u;
+
+	if (!c->arena || k >= ARENA_CLASSES)
+		return 0;
+	if (c->arena_free[k].n) {
+		u = c->arena_free[k].unit[--c->arena_free[k].n];
+	} else {
+		u = (c->arena_next + n - 1) & ~(n - 1);
+		if (u + n > FC_ARENA_BITS)
+			return 0;
+		c->arena_next = u + n;
+	}
+	*cls = k;
+	return u;
+}
+
+/* Give a block back: on its class's free list (a list that cannot grow keeps the block
+ * out of use, which costs address space only), its pages back to the system when it has
+ * whole ones (the client's mapping reads zeros there until it is handed out again). */
+static void arena_release(struct client *c, uint32_t u, uint8_t k)
+{
+	size_t bytes = (size_t)FC_ARENA_UNIT << k;
+	uint8_t *p = (uint8_t *)c->arena + (size_t)u * FC_ARENA_UNIT;
+
+	c->arena_slot[u] = 0;
+	if (bytes >= PAGE)
+		madvise(p, bytes, MADV_REMOVE);
+	if (c->arena_free[k].n == c->arena_free[k].cap) {
+		uint32_t cap = c->arena_free[k].cap ? 2 * c->arena_free[k].cap : 64;
+		uint32_t *v = realloc(c->arena_free[k].unit, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		c->arena_free[k].unit = v;
+		c->arena_free[k].cap = cap;
+	}
+	c->arena_free[k].unit[c->arena_free[k].n++] = u;
+}
+
+/* The arena of a client that asked for one: the memfd to send (the caller closes it), or
+ * -errno (the client then has none). */
+static int arena_open(struct client *c)
+{
+	void *map = MAP_FAILED;
+	int fd = memfd_create("falcon-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)FC_ARENA_BYTES) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	    (map = mmap(NULL, FC_ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+			fd, 0)) == MAP_FAILED ||
+	    !(c->arena_slot = calloc(FC_ARENA_BITS, sizeof(*c->arena_slot)))) {
+		int e = -errno;
+
+		if (map != MAP_FAILED)
+			munmap(map, FC_ARENA_BYTES);
+		close(fd);
+		return e;
+	}
+	fc_arena_init(map);
+	c->arena = map;
+	c->arena_next = FC_ARENA_RINGS_OFF / FC_ARENA_UNIT;
+	return fd;
+}
+
+static void arena_close(struct client *c)
+{
+	if (c->arena)
+		munmap(c->arena, FC_ARENA_BYTES);
+	free(c->arena_slot);
+	for (uint32_t k = 0; k < ARENA_CLASSES; k++)
+		free(c->arena_free[k].unit);
+	c->arena = NULL;
 }
 
 /* What each kind of object is bounded by: the daemon's table, and one client's share of
@@ -309,6 +451,7 @@ static void obj_put(struct obj *o)
 		c->nobj[OBJ_FREE]--;
 		c->a->nobj[o->type]--;
 	}
+	sweep_del(o);
 	memset(o, 0, sizeof(*o));
 	o->gen = gen;
 	o->slot = slot;
@@ -413,7 +556,9 @@ static void qp_release(struct fd_api *a, struct obj *o)
 		fd_cm_close(a->d->cm, o->u.qp.cm_id);
 	if (o->u.qp.state == QP_CONNECTING && c->pending)
 		c->pending--;
-	if (o->u.qp.rings)
+	if (o->u.qp.arena_unit)
+		arena_release(c, o->u.qp.arena_unit, o->u.qp.arena_class);
+	else if (o->u.qp.rings)
 		munmap(o->u.qp.rings, o->u.qp.bytes);
 	if (o->u.qp.rings_fd >= 0)
 		close(o->u.qp.rings_fd);
@@ -491,6 +636,7 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 	for (uint32_t i = 0; i < c->hiwat; i += OBJ_CHUNK)
 		free(c->chunk[i / OBJ_CHUNK]);
 	free(c->chunk);
+	arena_close(c);
 	free(c);
 	fd_kick(d);
 }
@@ -518,9 +664,14 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 		.max_msg_bytes = 1u << 20, .mtu_bytes = c->a->d->cfg.mtu_bytes,
 	};
 
+	int afd = -1, rc;
+
 	if (c->hello || nfds != 1 || m->client_version != FC_API_VERSION)
 		return reply(c, h, c->hello ? -EALREADY : nfds != 1 ? -EINVAL : -EPROTO, NULL, 0,
 			     NULL, 0);
+	if ((m->flags & FC_API_HELLO_ARENA) && (afd = arena_open(c)) < 0)
+		LOG_W("api: client %u (pid %d): no arena (%s): its QPs get rings of their own",
+		      c->id, (int)c->pid, strerror(-afd));
 	c->db_fd = fds[0];
 	fds[0] = -1;
 	fcntl(c->db_fd, F_SETFL, O_NONBLOCK);
@@ -528,7 +679,10 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	c->db_w.data = c;
 	ev_io_start(c->a->d->loop, &c->db_w);
 	c->hello = 1;
-	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+	rc = reply(c, h, 0, &rep, sizeof(rep), &afd, afd >= 0);
+	if (afd >= 0)
+		close(afd);
+	return rc;
 }
 
 static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
@@ -705,6 +859,7 @@ static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const voi
 	}
 	o->u.srq.ring = ring;
 	o->u.srq.bytes = bytes;
+	sweep_add(o);
 	o->u.srq.pd_h = m->pd;
 	o->u.srq.xrcd_h = m->xrcd;
 	o->u.srq.cq_h = m->cq;
@@ -757,6 +912,7 @@ static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void
 	}
 	o->u.cq.ring = ring;
 	o->u.cq.bytes = bytes;
+	sweep_add(o);
 	o->u.cq.evfd = evfd;
 	o->u.cq.entries = m->entries;
 	rep.ring_bytes = bytes;
@@ -844,18 +1000,28 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 		sq_bytes = fc_rdma_ring_bytes(FC_RING_SQ, q->sq_entries);
 	if (recvs && !srq)
 		rq_bytes = fc_rdma_ring_bytes(FC_RING_RQ, q->rq_entries);
-	rq_off = (sq_bytes + PAGE - 1) & ~(PAGE - 1);
+	/* both rings in as few pages as they fit (each on its own cache lines) */
+	rq_off = (sq_bytes + RING_ALIGN - 1) & ~(size_t)(RING_ALIGN - 1);
 	o = obj_new(c, OBJ_QP, &handle, &rc);
 	if (!o)
 		return rc;
 	o->u.qp.rings_fd = -1;
-	o->u.qp.bytes = (rq_off + rq_bytes + PAGE - 1) & ~(PAGE - 1);
+	o->u.qp.bytes = rq_off + rq_bytes;
 	o->u.qp.rq_off = rq_bytes ? rq_off : 0;
-	if (o->u.qp.bytes && (fd = shared_mem("falcon-qp", o->u.qp.bytes, &o->u.qp.rings)) < 0) {
-		obj_put(o);
-		return fd;
+	if (o->u.qp.bytes &&
+	    (o->u.qp.arena_unit = arena_alloc(c, o->u.qp.bytes, &o->u.qp.arena_class))) {
+		o->u.qp.rings = (uint8_t *)c->arena + (size_t)o->u.qp.arena_unit * FC_ARENA_UNIT;
+		c->arena_slot[o->u.qp.arena_unit] = o->slot + 1;
+	} else if (o->u.qp.bytes) {
+		o->u.qp.bytes = (o->u.qp.bytes + PAGE - 1) & ~(PAGE - 1);
+		if ((fd = shared_mem("falcon-qp", o->u.qp.bytes, &o->u.qp.rings)) < 0) {
+			obj_put(o);
+			return fd;
+		}
 	}
 	o->u.qp.rings_fd = fd;
+	if (o->u.qp.bytes)
+		sweep_add(o); /* looked into once ready; an arena QP then when its bit says */
 	if (sq_bytes)
 		fc_rdma_ring_init(o->u.qp.rings, sq_bytes, FC_RING_SQ, q->sq_entries);
 	if (rq_bytes)
@@ -921,6 +1087,7 @@ static int qp_reply(struct client *c, const struct fc_api_hdr *h, struct obj *o)
 {
 	struct fc_api_qp_rep rep = { .handle = obj_handle(o),
 				     .qpn = o->u.qp.qpn, .remote_qpn = o->u.qp.rqpn,
+				     .arena_unit = o->u.qp.arena_unit,
 				     .rings_bytes = o->u.qp.bytes, .rq_offset = o->u.qp.rq_off };
 	int rc = reply(c, h, 0, &rep, sizeof(rep), &o->u.qp.rings_fd, o->u.qp.rings_fd >= 0);
 
@@ -1491,70 +1658,139 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- the loop's side ---- */
 
-int fd_api_prepare(struct fd_api *a, int going_to_sleep)
+/* A CQ: the client armed it (its consumer side) and it holds completions: ring once,
+ * and clear the flag for it. */
+static void cq_sweep(struct fd_api *a, struct obj *o)
+{
+	struct fc_ring_hdr *rh = o->u.cq.ring;
+
+	if (fc_ring_needs_wakeup(rh) &&
+	    __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
+		    __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE)) {
+		uint64_t one = 1;
+
+		fc_ring_set_need_wakeup(rh, 0);
+		if (write(o->u.cq.evfd, &one, sizeof(one)) == sizeof(one))
+			a->st.cq_wakeups++;
+	}
+}
+
+/* An SRQ's ring: the WRs taken. */
+static int srq_sweep(struct fd_api *a, struct client *c, struct obj *o, int going_to_sleep)
+{
+	struct fc_ring_hdr *rh = o->u.srq.ring;
+	int rc;
+
+	fc_ring_set_need_wakeup(rh, (uint32_t)going_to_sleep);
+	rc = fc_rdma_srq_doorbell(fc_node_rdma(a->d->node), o->u.srq.srqn);
+	if (rc == -EPROTO && !o->refs_broken) {
+		o->refs_broken = 1;
+		a->st.ring_broken++;
+		LOG_W("api: client %u (pid %d) broke the ring of an SRQ: it is not read again",
+		      c->id, (int)c->pid);
+	}
+	return rc > 0 ? rc : 0;
+}
+
+/* A QP's rings: the WRs taken. A QP with rings of its own is looked into every round (its
+ * client rings the doorbell by the rings' flags); one in the arena while it is not ready
+ * or its rings hold more than the engine took, else when its doorbell bit is set. */
+static int qp_sweep(struct fd_api *a, struct client *c, struct obj *o, int going_to_sleep,
+		    uint64_t now)
 {
 	struct fc_rdma *d = fc_node_rdma(a->d->node);
+	int rc;
+
+	if (o->u.qp.state == QP_CONNECTING) {
+		sweep_add(o); /* ready later: looked into then */
+		return 0;
+	}
+	if (o->u.qp.state != QP_READY || !o->u.qp.rings) {
+		sweep_del(o); /* broken: never read again */
+		return 0;
+	}
+	if (!o->u.qp.arena_unit) {
+		struct fc_ring_hdr *sq = o->u.qp.type != FC_RDMA_QPT_XRC_TGT ? o->u.qp.rings : NULL;
+		struct fc_ring_hdr *rq = o->u.qp.rq_off ?
+			(void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off) : NULL;
+
+		/* the flag, then the rings read again (queue.h's ordering contract) */
+		if (sq)
+			fc_ring_set_need_wakeup(sq, (uint32_t)going_to_sleep);
+		if (rq)
+			fc_ring_set_need_wakeup(rq, (uint32_t)going_to_sleep);
+	}
+	rc = fc_rdma_qp_doorbell(d, o->u.qp.qpn, now);
+	if (rc == -EPROTO) {
+		o->u.qp.state = QP_BROKEN;
+		sweep_del(o);
+		a->st.ring_broken++;
+		LOG_W("api: client %u (pid %d) broke the rings of QP %u: QP in error",
+		      c->id, (int)c->pid, o->u.qp.qpn);
+		return 0;
+	}
+	if (o->u.qp.arena_unit) {
+		if (fc_rdma_qp_ring_pending(d, o->u.qp.qpn))
+			sweep_add(o);
+		else
+			sweep_del(o);
+	}
+	return rc > 0 ? rc : 0;
+}
+
+/* The QPs whose doorbell bits the client set since the last round (falcon/queue.h: the
+ * flag first, then the summary words, each word taken with an exchange). */
+static int arena_sweep(struct fd_api *a, struct client *c, int going_to_sleep, uint64_t now)
+{
+	uint64_t *sum = fc_arena_summary(c->arena), *bm = fc_arena_bitmap(c->arena);
+	int taken = 0;
+
+	fc_arena_set_need_wakeup(c->arena, (uint32_t)going_to_sleep);
+	for (uint32_t k = 0; k < FC_ARENA_SUMMARY; k++) {
+		uint64_t v;
+
+		if (!__atomic_load_n(&sum[k], __ATOMIC_SEQ_CST))
+			continue;
+		v = __atomic_exchange_n(&sum[k], 0, __ATOMIC_SEQ_CST);
+		for (; v; v &= v - 1) {
+			uint32_t w = k * 64u + (uint32_t)__builtin_ctzll(v);
+			uint64_t bits = __atomic_exchange_n(&bm[w], 0, __ATOMIC_SEQ_CST);
+
+			for (; bits; bits &= bits - 1) {
+				uint32_t u = w * 64u + (uint32_t)__builtin_ctzll(bits);
+				uint32_t slot = c->arena_slot[u];
+				struct obj *o = slot ? obj_at(c, slot - 1) : NULL;
+
+				if (!o || o->type != OBJ_QP || o->u.qp.arena_unit != u) {
+					a->st.arena_bad_bits++; /* a bit for no QP: ignored */
+					continue;
+				}
+				a->st.arena_doorbells++;
+				taken += qp_sweep(a, c, o, going_to_sleep, now);
+			}
+		}
+	}
+	return taken;
+}
+
+int fd_api_prepare(struct fd_api *a, int going_to_sleep)
+{
 	uint64_t now = fd_now_ns();
 	int taken = 0;
 
-	for (struct client *c = a->clients; c; c = c->next)
-		for (uint32_t i = 0; i < c->hiwat; i++) {
-			struct obj *o = obj_at(c, i);
-
-			if (o->type == OBJ_CQ) {
-				struct fc_ring_hdr *rh = o->u.cq.ring;
-
-				/* the client armed the CQ (its consumer side) and it holds
-				 * completions: ring once, and clear the flag for it */
-				if (fc_ring_needs_wakeup(rh) &&
-				    __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
-					    __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE)) {
-					uint64_t one = 1;
-
-					fc_ring_set_need_wakeup(rh, 0);
-					if (write(o->u.cq.evfd, &one, sizeof(one)) == sizeof(one))
-						a->st.cq_wakeups++;
-				}
-				continue;
-			}
-			if (o->type == OBJ_SRQ) {
-				struct fc_ring_hdr *rh = o->u.srq.ring;
-
-				fc_ring_set_need_wakeup(rh, (uint32_t)going_to_sleep);
-				int rc = fc_rdma_srq_doorbell(d, o->u.srq.srqn);
-
-				if (rc > 0)
-					taken += rc;
-				else if (rc == -EPROTO && !o->refs_broken) {
-					o->refs_broken = 1;
-					a->st.ring_broken++;
-					LOG_W("api: client %u (pid %d) broke the ring of an SRQ: it is "
-					      "not read again", c->id, (int)c->pid);
-				}
-				continue;
-			}
-			if (o->type != OBJ_QP || o->u.qp.state != QP_READY || !o->u.qp.rings)
-				continue;
-			struct fc_ring_hdr *sq = o->u.qp.type != FC_RDMA_QPT_XRC_TGT ? o->u.qp.rings : NULL;
-			struct fc_ring_hdr *rq = o->u.qp.rq_off ?
-				(void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off) : NULL;
-
-			/* the flag, then the rings read again (queue.h's ordering contract) */
-			if (sq)
-				fc_ring_set_need_wakeup(sq, (uint32_t)going_to_sleep);
-			if (rq)
-				fc_ring_set_need_wakeup(rq, (uint32_t)going_to_sleep);
-			int rc = fc_rdma_qp_doorbell(d, o->u.qp.qpn, now);
-
-			if (rc > 0) {
-				taken += rc;
-			} else if (rc == -EPROTO) {
-				o->u.qp.state = QP_BROKEN;
-				a->st.ring_broken++;
-				LOG_W("api: client %u (pid %d) broke the rings of QP %u: QP in error",
-				      c->id, (int)c->pid, o->u.qp.qpn);
-			}
+	for (struct client *c = a->clients; c; c = c->next) {
+		if (c->arena)
+			taken += arena_sweep(a, c, going_to_sleep, now);
+		for (struct obj *o = c->sweep, *next; o; o = next) {
+			next = o->snext; /* o may leave the list, never another */
+			if (o->type == OBJ_CQ)
+				cq_sweep(a, o);
+			else if (o->type == OBJ_SRQ)
+				taken += srq_sweep(a, c, o, going_to_sleep);
+			else if (o->type == OBJ_QP)
+				taken += qp_sweep(a, c, o, going_to_sleep, now);
 		}
+	}
 	a->st.ring_wrs += (uint64_t)taken;
 	return taken;
 }
@@ -1747,6 +1983,8 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "mr_by_copy", "%llu", (unsigned long long)a->st.mr_by_copy);
 	fd_json_kv(&j, "bind_failed", "%llu", (unsigned long long)a->st.bind_failed);
 	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
+	fd_json_kv(&j, "arena_doorbells", "%llu", (unsigned long long)a->st.arena_doorbells);
+	fd_json_kv(&j, "arena_bad_bits", "%llu", (unsigned long long)a->st.arena_bad_bits);
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
 }

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +50,8 @@ struct falcon_context {
 	struct fc_api_hello_rep limits;
 	int ptracer_set;             /* allow_daemon done */
 	uint32_t poll_us;            /* falcon_wait_cq spins this long first (FALCON_POLL_US) */
+	void *arena;                 /* the rings of our QPs and their doorbells (falcon/queue.h),
+				      * or NULL: each QP's rings in a memfd of their own */
 };
 
 struct falcon_pd {
@@ -109,7 +112,8 @@ struct lqp {
 	struct falcon_qp pub;        /* first */
 	struct node n;
 	void *rings, *sq, *rq;       /* sq / rq NULL where the type has none */
-	size_t bytes;
+	size_t bytes;                /* of the rings' own mapping (0: in the arena) */
+	uint32_t arena_bit;          /* its doorbell bit in the arena (0: the rings' flags) */
 	struct falcon_pd *pd;
 	struct falcon_cq *scq, *rcq;
 	struct falcon_srq *srq;      /* receives from it (rq unused), or NULL */
@@ -245,12 +249,46 @@ static uint32_t env_poll_us(void)
 	return (uint32_t)v;
 }
 
+/* The arena the daemon sent with its HELLO reply (afd; < 0: none, QPs get rings of their
+ * own): mapped and checked. 0 or -errno (-EPROTO: not a layout we know). */
+static int arena_map(struct falcon_context *ctx, int afd)
+{
+	struct stat st;
+	int rc = 0;
+
+	if (afd < 0)
+		return 0;
+	if (fstat(afd, &st) < 0 || (uint64_t)st.st_size != FC_ARENA_BYTES) {
+		rc = -EPROTO;
+	} else if ((ctx->arena = mmap(NULL, FC_ARENA_BYTES, PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_NORESERVE, afd, 0)) == MAP_FAILED) {
+		rc = -errno;
+		ctx->arena = NULL;
+	} else if (fc_arena_check(ctx->arena, FC_ARENA_BYTES)) {
+		munmap(ctx->arena, FC_ARENA_BYTES);
+		ctx->arena = NULL;
+		rc = -EPROTO;
+	}
+	close(afd);
+	return rc;
+}
+
+/* FALCON_ARENA=0: ask for no arena (each QP's rings in a memfd of their own, as with a
+ * daemon that has none). */
+static int env_arena(void)
+{
+	const char *s = getenv("FALCON_ARENA");
+
+	return !s || strcmp(s, "0");
+}
+
 API struct falcon_context *falcon_open(const char *path)
 {
 	struct falcon_context *ctx;
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
-	struct fc_api_hello hello = { .client_version = FC_API_VERSION };
-	int rc;
+	struct fc_api_hello hello = { .client_version = FC_API_VERSION,
+				      .flags = env_arena() ? FC_API_HELLO_ARENA : 0 };
+	int rc, afd = -1;
 
 	if (!path)
 		path = getenv("FALCON_SOCKET");
@@ -273,8 +311,8 @@ API struct falcon_context *falcon_open(const char *path)
 		goto err;
 	}
 	rc = rpc(ctx, FC_API_HELLO, &hello, sizeof(hello), ctx->db_fd, &ctx->limits,
-		 sizeof(ctx->limits), NULL, 0);
-	if (rc)
+		 sizeof(ctx->limits), &afd, 1);
+	if (rc || (rc = arena_map(ctx, afd)))
 		goto err;
 	return ctx;
 err:
@@ -313,7 +351,7 @@ static void free_node(struct node *n)
 	case K_QP: {
 		struct lqp *q = (struct lqp *)((uint8_t *)n - offsetof(struct lqp, n));
 
-		if (q->rings)
+		if (q->rings && q->bytes)
 			munmap(q->rings, q->bytes);
 		free(q);
 		break;
@@ -337,6 +375,8 @@ API int falcon_close(struct falcon_context *ctx)
 	close(ctx->sock); /* the daemon releases everything of ours now */
 	while (ctx->head.next != &ctx->head)
 		free_node(ctx->head.next);
+	if (ctx->arena)
+		munmap(ctx->arena, FC_ARENA_BYTES);
 	close(ctx->db_fd);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
@@ -745,27 +785,35 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 				 int fd)
 {
 	struct lqp *qp = calloc(1, sizeof(*qp));
+	uint64_t aoff = (uint64_t)rep->arena_unit * FC_ARENA_UNIT;
 	int rc = 0;
 
 	if (!qp) {
 		rc = -ENOMEM;
+	} else if (rep->arena_unit) { /* in the arena: no memfd */
+		if (fd >= 0 || !pd->n.ctx->arena || aoff < FC_ARENA_RINGS_OFF ||
+		    !rep->rings_bytes || rep->rings_bytes > FC_ARENA_BYTES - aoff)
+			rc = -EPROTO;
+		else
+			qp->rings = (uint8_t *)pd->n.ctx->arena + aoff;
 	} else if ((fd < 0) != !rep->rings_bytes) {
 		rc = -EPROTO;
 	} else if (fd >= 0 && (qp->rings = mmap(NULL, rep->rings_bytes, PROT_READ | PROT_WRITE,
 						MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		rc = -errno;
 		qp->rings = NULL;
-	} else if ((q->sq_entries && fc_ring_check(qp->rings, rep->rq_offset ? rep->rq_offset :
-								   rep->rings_bytes, FC_RING_SQ)) ||
-		   (q->rq_entries && (!rep->rq_offset || rep->rq_offset >= rep->rings_bytes ||
-				      fc_ring_check((uint8_t *)qp->rings + rep->rq_offset,
-						    rep->rings_bytes - rep->rq_offset, FC_RING_RQ)))) {
-		rc = -EPROTO;
 	}
+	if (!rc && ((q->sq_entries && fc_ring_check(qp->rings, rep->rq_offset ? rep->rq_offset :
+								  rep->rings_bytes, FC_RING_SQ)) ||
+		    (q->rq_entries && (!rep->rq_offset || rep->rq_offset >= rep->rings_bytes ||
+				       fc_ring_check((uint8_t *)qp->rings + rep->rq_offset,
+						     rep->rings_bytes - rep->rq_offset,
+						     FC_RING_RQ)))))
+		rc = -EPROTO;
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
-		if (qp && qp->rings)
+		if (qp && qp->rings && !rep->arena_unit)
 			munmap(qp->rings, rep->rings_bytes);
 		free(qp);
 		/* the daemon holds a QP we cannot use: give it back */
@@ -775,7 +823,8 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 		return fail_null(rc);
 	}
 	qp->pub = (struct falcon_qp){ .qp_num = rep->qpn, .remote_qp_num = rep->remote_qpn };
-	qp->bytes = rep->rings_bytes;
+	qp->bytes = rep->arena_unit ? 0 : rep->rings_bytes;
+	qp->arena_bit = rep->arena_unit;
 	qp->type = q->type;
 	qp->sq = q->sq_entries ? qp->rings : NULL;
 	qp->rq = q->rq_entries ? (uint8_t *)qp->rings + rep->rq_offset : NULL;
@@ -1109,12 +1158,15 @@ API int falcon_close_xrcd(struct falcon_xrcd *x)
 
 /* ---- work requests ---- */
 
-static void doorbell(struct falcon_context *ctx, void *ring)
+/* After producing into ring: the doorbell, a system call only when the daemon sleeps.
+ * A QP in the arena sets its bit there (bit > 0), so that the daemon looks into its rings
+ * and not into every QP's; the daemon's flag is the arena's then. */
+static void doorbell(struct falcon_context *ctx, void *ring, uint32_t bit)
 {
 	uint64_t one = 1;
 
 	/* the daemon polls (flag 0): no system call */
-	if (fc_ring_needs_wakeup(ring))
+	if (bit ? fc_arena_doorbell(ctx->arena, bit) : fc_ring_needs_wakeup(ring))
 		(void)!write(ctx->db_fd, &one, sizeof(one));
 }
 
@@ -1164,7 +1216,7 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 	}
 	if (n) {
 		fc_ring_produce(qp->sq, n);
-		doorbell(qp->n.ctx, qp->sq);
+		doorbell(qp->n.ctx, qp->sq, qp->arena_bit);
 	}
 	if (rc) {
 		if (bad_wr)
@@ -1176,7 +1228,7 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 
 /* Receive WRs into a receive ring (a QP's or an SRQ's), then the doorbell if the daemon
  * sleeps. 0, or -EINVAL / -ENOMEM with *bad_wr at the first WR not posted. */
-static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t max_sge,
+static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t bit, uint32_t max_sge,
 			  struct falcon_recv_wr *wr, struct falcon_recv_wr **bad_wr)
 {
 	uint32_t n = 0, space = fc_ring_space(ring);
@@ -1202,7 +1254,7 @@ static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t max_s
 	}
 	if (n) {
 		fc_ring_produce(ring, n);
-		doorbell(ctx, ring);
+		doorbell(ctx, ring, bit);
 	}
 	if (rc) {
 		if (bad_wr)
@@ -1219,7 +1271,7 @@ API int falcon_post_recv(struct falcon_qp *pub, struct falcon_recv_wr *wr,
 
 	if (!pub || !qp->rq) /* verbs: a QP with an SRQ takes no receives of its own */
 		return fail(-EINVAL);
-	return ring_post_recv(qp->n.ctx, qp->rq, qp->max_recv_sge, wr, bad_wr);
+	return ring_post_recv(qp->n.ctx, qp->rq, qp->arena_bit, qp->max_recv_sge, wr, bad_wr);
 }
 
 /* ---- shared receive queues ---- */
@@ -1311,7 +1363,7 @@ API int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
 {
 	if (!srq)
 		return fail(-EINVAL);
-	return ring_post_recv(srq->n.ctx, srq->ring, srq->max_sge, wr, bad_wr);
+	return ring_post_recv(srq->n.ctx, srq->ring, 0, srq->max_sge, wr, bad_wr);
 }
 
 /* ---- names ---- */

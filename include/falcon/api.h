@@ -33,7 +33,8 @@
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
 
 enum fc_api_type {
-	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd */
+	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd; reply fd: the client's
+				* arena (FC_API_HELLO_ARENA asked and granted) */
 	FC_API_ALLOC_PD,
 	FC_API_DEALLOC_PD,
 	FC_API_REG_MR,         /* fd: the memfd of the buffer (none: the client's memory) */
@@ -71,8 +72,12 @@ struct fc_api_hdr {
 /* HELLO: the client says who it is; the daemon answers with its limits. */
 struct fc_api_hello {
 	uint32_t client_version; /* FC_API_VERSION */
-	uint32_t pad;
+	uint32_t flags;          /* FC_API_HELLO_*; a daemon ignores those it does not know */
 };
+/* The client maps an arena (falcon/queue.h): the reply carries its memfd, and the QPs it
+ * creates have their rings there (struct fc_api_qp_rep.arena_unit). A daemon that does
+ * not send the memfd has none: every QP's rings come in a memfd of their own. */
+#define FC_API_HELLO_ARENA 0x1u
 struct fc_api_hello_rep {
 	uint32_t max_sge, max_ring_entries, max_msg_bytes, mtu_bytes;
 };
@@ -201,10 +206,14 @@ struct fc_api_accept {
 	int32_t timeout_ms;    /* < 0: forever */
 };
 
-/* CONNECT / ACCEPT reply: the rings live in the memfd sent along, the send ring at
- * offset 0 and the receive ring at rq_offset. */
+/* CONNECT / ACCEPT / CREATE_QP reply: the rings live in the memfd sent along, the send
+ * ring at offset 0 and the receive ring at rq_offset; or, with arena_unit > 0 and no
+ * memfd, in the client's arena from arena_unit x FC_ARENA_UNIT bytes on (rings_bytes
+ * long, the receive ring at rq_offset from there), and doorbell bit arena_unit is the
+ * QP's (falcon/queue.h). */
 struct fc_api_qp_rep {
-	uint32_t handle, qpn, remote_qpn, pad;
+	uint32_t handle, qpn, remote_qpn;
+	uint32_t arena_unit;
 	uint64_t rings_bytes, rq_offset;
 };
 
