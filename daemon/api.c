@@ -179,8 +179,10 @@ struct fd_api {
 	uint32_t nclients, next_id;
 	uint32_t next_xrcd;
 	uint32_t nobj[OBJ_TYPES];   /* objects of all clients, by type */
-	uint64_t refuse_log_ns;     /* the last refusal logged (limits), and those since */
-	uint32_t refuse_quiet;
+	struct {
+		uint64_t last_ns;   /* the last refusal of this limit logged */
+		uint32_t quiet;     /* refusals not logged since */
+	} refuse[OBJ_TYPES][2];     /* [type][0: the daemon's limit, 1: a client's quota] */
 	struct {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
 		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
@@ -357,23 +359,26 @@ static void obj_limits(const struct fd_cfg *cfg, uint8_t type, uint32_t *max, co
 	}
 }
 
-/* A refusal for a limit: logged naming it, at most one line per REFUSE_LOG_NS (with the
- * number of refusals not logged meanwhile). whose: "the daemon" or "the client". */
-static void refuse_log(struct client *c, const char *what, const char *whose, uint32_t n,
+/* A refusal for a limit: logged naming it, at most one line per REFUSE_LOG_NS for each
+ * limit (with the number of its refusals not logged meanwhile). whose: "the daemon" or
+ * "the client ...". */
+static void refuse_log(struct client *c, uint8_t type, int quota, const char *whose, uint32_t n,
 		       const char *opt)
 {
 	struct fd_api *a = c->a;
 	uint64_t now = fd_now_ns();
+	uint64_t *last = &a->refuse[type][quota].last_ns;
+	uint32_t *quiet = &a->refuse[type][quota].quiet;
 
-	if (a->refuse_log_ns && now - a->refuse_log_ns < REFUSE_LOG_NS) {
-		a->refuse_quiet++;
+	if (*last && now - *last < REFUSE_LOG_NS) {
+		(*quiet)++;
 		return;
 	}
 	LOG_W("api: client %u (pid %d): a %s refused: %s holds %u, its limit (%s %u); %u more "
-	      "refused since the last such line", c->id, (int)c->pid, what, whose, n, opt, n,
-	      a->refuse_quiet);
-	a->refuse_log_ns = now;
-	a->refuse_quiet = 0;
+	      "refused since the last such line", c->id, (int)c->pid, obj_name[type], whose, n,
+	      opt, n, *quiet);
+	*last = now;
+	*quiet = 0;
 }
 
 /* May c have one more object of type? 0, -ENOSPC (the daemon's table for it is full),
@@ -386,15 +391,15 @@ static int obj_quota(struct client *c, uint8_t type)
 
 	obj_limits(cfg, type, &max, &opt, &cmax, &copt);
 	if (opt && c->a->nobj[type] >= max) {
-		refuse_log(c, obj_name[type], "the daemon", c->a->nobj[type], opt);
+		refuse_log(c, type, 0, "the daemon", c->a->nobj[type], opt);
 		return -ENOSPC;
 	}
 	if (copt && cmax && c->nobj[type] >= cmax) {
-		refuse_log(c, obj_name[type], "the client", c->nobj[type], copt);
+		refuse_log(c, type, 1, "the client", c->nobj[type], copt);
 		return -EDQUOT;
 	}
 	if (c->nobj[OBJ_FREE] >= cfg->client_max_objects) {
-		refuse_log(c, obj_name[type], "the client (objects of all kinds)",
+		refuse_log(c, OBJ_FREE, 1, "the client (objects of all kinds)",
 			   c->nobj[OBJ_FREE], "--client-max-objects");
 		return -EDQUOT;
 	}
@@ -1955,7 +1960,7 @@ void fd_api_json_limits(const struct fd_api *a, struct fd_json *j)
 		fd_json_kv(j, key, "%u", a->nobj[types[i]]);
 	}
 	fd_json_kv(j, "max_conns", "%u", cfg->max_conns);
-	fd_json_kv(j, "conns", "%u", fd_cm_nconns(a->d->cm));
+	fd_json_kv(j, "conns", "%u", fc_node_conns_used(a->d->node)); /* closing ones too */
 	fd_json_kv(j, "max_clients", "%u", cfg->max_clients);
 	fd_json_kv(j, "clients", "%u", a->nclients);
 	fd_json_kv(j, "client_max_objects", "%u", cfg->client_max_objects);

@@ -196,6 +196,9 @@ int fc_node_conn_close(struct fc_node *n, struct fc_txn *t);
  * starts at the CM's estimate of the sender's clock instead of 0, so a packet sent
  * before the connection existed is refused. Returns 0 or -ENOENT. */
 int fc_node_conn_remote_time(struct fc_node *n, struct fc_txn *t, uint64_t remote_ns);
+/* Local CIDs in use: connections open, being set up (reserved) or closing; at most
+ * cfg.txn.max_conns. O(1). */
+uint32_t fc_node_conns_used(const struct fc_node *n);
 /* The peer of a connection, or UINT32_MAX. */
 uint32_t fc_node_conn_peer(const struct fc_node *n, const struct fc_txn *t);
 /* Trace the CC events of connection cid (falconctl conn trace): cb sees each as the node

@@ -1379,6 +1379,8 @@ API const char *falcon_strerror(int err)
 	case EPROTO: return "protocol error between the library and falcond";
 	case EFAULT: return "memory not inside a buffer of falcon_alloc_buf";
 	case ENOSPC: return "a table of the daemon is full";
+	case EDQUOT: return "this client's share of the daemon is used up (its log names the "
+			    "quota)";
 	case EBUSY: return "object in use";
 	case ENOMEM: return "out of memory, or the queue is full";
 	case EINVAL: return "invalid argument";
