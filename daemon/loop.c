@@ -301,7 +301,8 @@ void fd_cfg_default(struct fd_cfg *c)
 	snprintf(c->listen_addr, sizeof(c->listen_addr), "127.0.0.1");
 	c->data_port = 7470;
 	c->cm_port = FALCON_CM_PORT_DEFAULT;
-	c->max_qps = FD_MAX_QPS_DEFAULT; /* max_conns follows it (fd_cfg_check) */
+	c->max_qps = FD_MAX_QPS_DEFAULT;
+	c->max_conns = FD_MAX_QPS_DEFAULT; /* fd_cfg_check: --max-qps's, unless given */
 	c->max_cqs = FD_MAX_CQS_DEFAULT;
 	c->max_mrs = FD_MAX_MRS_DEFAULT;
 	c->max_srqs = FD_MAX_SRQS_DEFAULT;
