@@ -109,7 +109,9 @@ enum falcon_access {
  * other RDMA atomic (IB's ATOMIC_HCA), not to the process's own CPU atomics. NULL and
  * errno: EINVAL (bad access bits, len 0), EFAULT (the range is not mapped in this
  * process), EPERM (the daemon may not reach this process: another user without
- * CAP_SYS_PTRACE), ENOSPC (the daemon's region table is full), ENOTCONN (daemon gone). */
+ * CAP_SYS_PTRACE), ENOSPC (the daemon's region table is full), EDQUOT (this context's
+ * quota of regions or objects is used up: falcond --client-max-mrs, --client-max-objects),
+ * ENOTCONN (daemon gone). */
 struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len, unsigned access);
 int falcon_dereg_mr(struct falcon_mr *mr);
 
@@ -270,7 +272,8 @@ struct falcon_qp_init_attr {
  * send when this returns. timeout_ms < 0: the daemon's bound (about 3 s of retries).
  * NULL and errno: EINVAL (bad attr), EHOSTUNREACH / ENOENT (name does not resolve),
  * ECONNREFUSED (no listener for the service, or the peer refused our version or
- * features), ETIMEDOUT (no answer), ENOSPC (connection or QP tables full). */
+ * features), ETIMEDOUT (no answer), ENOSPC (connection or QP tables full), EDQUOT (this
+ * context's quota of QPs or objects is used up: falcond --client-max-qps). */
 struct falcon_qp *falcon_connect(struct falcon_pd *pd, const char *host, uint16_t service,
 				 const struct falcon_qp_init_attr *attr, int timeout_ms);
 
@@ -335,7 +338,8 @@ struct falcon_qp_attr {
 #define FALCON_QP_ATTR_MIN_RNR_TIMER 0x8u
 
 /* A QP of any type in RESET, in pd, with rings as attr says. NULL and errno: EINVAL (bad
- * attr, objects of another context), ENOENT, ENOSPC, ENOMEM, ENOTCONN. */
+ * attr, objects of another context), ENOENT, ENOSPC, EDQUOT (as falcon_connect), ENOMEM,
+ * ENOTCONN. */
 struct falcon_qp *falcon_create_qp(struct falcon_pd *pd, const struct falcon_qp_init_attr *attr);
 /* Move a QP of falcon_create_qp to attr->qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR,
  * ERR -> RESET; attr->attr_mask's timers are set on the way (on any QP, with qp_state
