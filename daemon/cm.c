@@ -217,6 +217,7 @@ struct cm_listener {
 };
 
 #define CM_CLOSING_MAX 256u
+#define CM_SOCKBUF_BYTES (4 << 20)
 #define CM_BIND_BACKLOG_MAX 64u
 
 /* A chained hash index of records: buckets a power of two, sized at start from
@@ -1929,6 +1930,11 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 	if (cm->fd < 0)
 		goto fail;
 	setsockopt(cm->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* a client that leaves with 10,000 QPs closes them in one go: room for their DREQs
+	 * and DREPs, else most are dropped and retried cm_retry_ms later (the kernel caps it
+	 * at net.core.rmem_max / wmem_max; best effort) */
+	setsockopt(cm->fd, SOL_SOCKET, SO_RCVBUF, &(int){ CM_SOCKBUF_BYTES }, sizeof(int));
+	setsockopt(cm->fd, SOL_SOCKET, SO_SNDBUF, &(int){ CM_SOCKBUF_BYTES }, sizeof(int));
 	if (bind(cm->fd, (struct sockaddr *)&ss, len) < 0)
 		goto fail;
 	ev_io_init(&cm->w, cm_read_cb, cm->fd, EV_READ);
