@@ -1452,8 +1452,11 @@ static int next_event(struct falcon_context *ctx, struct falcon_async_event *ev)
 		return -EAGAIN;
 	if (n <= 0)
 		return -ENOTCONN;
-	if ((k = fc_api_event_check(buf, (unsigned long)n)) < 0)
+	if ((k = fc_api_event_check(buf, (unsigned long)n)) < 0) {
+		(void)!recv(ctx->ev_fd, buf, sizeof(buf), MSG_DONTWAIT); /* not to see it again */
+		ctx->ev_next = 0;
 		return -EPROTO;
+	}
 	if (ctx->ev_next >= (uint32_t)k)
 		ctx->ev_next = 0;
 	memcpy(&e, buf + sizeof(struct fc_api_hdr) + ctx->ev_next * sizeof(e), sizeof(e));
