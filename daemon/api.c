@@ -16,6 +16,11 @@
  * completions. A client posting into a ring rings its doorbell (an eventfd) only when the
  * ring's need_wakeup says the daemon sleeps.
  *
+ * Asynchronous events go to the client on its event socket (api.h): the engine's events
+ * carry the client's id and the object's handle as their cookie, are drained before the
+ * loop sleeps, and become pending bits on the objects, sent from there without ever
+ * blocking the daemon (a full socket waits for room with an EV_WRITE watcher).
+ *
  * A client that disconnects or dies releases everything: its QPs are destroyed (peers are
  * told), then CQs, MRs (unmapped: its memory is never touched again), PDs, listeners.
  * Messages that break the protocol are answered with an error or, when the header itself
@@ -90,6 +95,7 @@ struct obj {
 			void *ring;
 			size_t bytes;
 			int evfd;
+			uint8_t ev;     /* async events not sent yet (EVB_*) */
 			uint64_t notified;
 		} cq;
 		struct { uint16_t service; } lst;
@@ -114,6 +120,7 @@ struct obj {
 			uint8_t want_rts, connected;
 			/* verbs' timers as the client gave them (QUERY_QP) */
 			uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+			uint8_t ev;     /* async events not sent yet (EVB_*) */
 			void *rings;
 			size_t bytes, rq_off;
 			int rings_fd;
@@ -128,6 +135,9 @@ struct client {
 	struct fd_api *a;
 	int fd, db_fd;
 	ev_io w, db_w;
+	int ev_fd;              /* our end of its event socket (api.h) */
+	ev_io ev_w;             /* active while that socket is full */
+	uint8_t ev_pending;     /* some object has an event to send */
 	pid_t pid;
 	int pidfd;              /* the process (pidfd_open), -1 if the kernel has none */
 	uid_t uid;
@@ -150,6 +160,7 @@ struct fd_api {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
 		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
 		uint64_t ring_wrs;  /* WRs taken from the clients' rings */
+		uint64_t events, events_lost; /* async events sent; lost: event socket broken */
 	} st;
 };
 
@@ -321,6 +332,156 @@ static void ah_release(struct fd_api *a, struct obj *o)
 	obj_put(o);
 }
 
+/* ---- asynchronous events (api.h, "event socket") ---- */
+
+/* Pending bits: a CQ's (u.cq.ev), a QP's (u.qp.ev), in the order they are sent. */
+enum { EVB_CQ_ERR = 1, EVB_QP_FATAL = 1, EVB_QP_LAST_WQE = 2 };
+
+/* The engine's cookie of c's object of handle h (fc_rdma_qp_init.user,
+ * fc_rdma_cq_set_user): never 0 (generations start at 1). */
+static uint64_t obj_cookie(const struct client *c, uint32_t h)
+{
+	return (uint64_t)c->id << 32 | h;
+}
+
+static uint8_t *obj_ev(struct obj *o)
+{
+	return o->type == OBJ_CQ ? &o->u.cq.ev : &o->u.qp.ev;
+}
+
+static void obj_event(struct obj *o, uint8_t bit)
+{
+	*obj_ev(o) |= bit;
+	o->c->ev_pending = 1;
+}
+
+/* The event of bit on o, as the client reads it. */
+static struct fc_api_event event_msg(const struct client *c, struct obj *o, uint8_t bit)
+{
+	struct fc_api_event e = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16 };
+
+	if (o->type == OBJ_CQ) {
+		e.type = FALCON_EVENT_CQ_ERR;
+		e.num = o->u.cq.cqn;
+	} else {
+		e.type = bit == EVB_QP_FATAL ? FALCON_EVENT_QP_FATAL :
+					       FALCON_EVENT_QP_LAST_WQE_REACHED;
+		e.num = o->u.qp.qpn;
+	}
+	return e;
+}
+
+/* One message of c's pending events, CQs' first (a QP's error follows its CQ's); the bits
+ * sent are cleared. Returns the number sent (0: none pending), -EAGAIN (the socket is
+ * full: nothing sent) or another -errno (the client's end is broken: they are dropped). */
+static int events_send_one(struct client *c)
+{
+	struct {
+		struct fc_api_hdr h;
+		struct fc_api_event e[FC_API_EVENTS_MAX];
+	} m;
+	struct obj *took[FC_API_EVENTS_MAX];
+	uint8_t bit[FC_API_EVENTS_MAX];
+	uint32_t k = 0;
+	int rc;
+
+	static const uint8_t order[] = { OBJ_CQ, OBJ_QP };
+
+	for (uint32_t t = 0; t < sizeof(order) && k < FC_API_EVENTS_MAX; t++)
+		for (uint32_t i = 0; i < c->hiwat && k < FC_API_EVENTS_MAX; i++) {
+			struct obj *o = &c->obj[i];
+
+			for (uint8_t b = 1; o->type == order[t] && b <= EVB_QP_LAST_WQE &&
+					    k < FC_API_EVENTS_MAX; b <<= 1)
+				if (*obj_ev(o) & b) {
+					m.e[k] = event_msg(c, o, b);
+					took[k] = o;
+					bit[k++] = b;
+				}
+		}
+	if (!k)
+		return 0;
+	m.h = (struct fc_api_hdr){ .hdr_size = sizeof(m.h), .version = FC_API_VERSION,
+				   .type = FC_API_EVENT,
+				   .len = (uint32_t)(sizeof(m.h) + k * sizeof(m.e[0])) };
+	rc = fc_api_send(c->ev_fd, &m, m.h.len, NULL, 0, MSG_DONTWAIT);
+	if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+		return -EAGAIN;
+	for (uint32_t i = 0; i < k; i++)
+		*obj_ev(took[i]) &= (uint8_t)~bit[i];
+	return rc ? rc : (int)k;
+}
+
+/* Send c's pending events while its socket takes them; when it is full, wait for room
+ * (ev_w). Bounded: each message clears at least one bit of a bounded table. */
+static void events_flush(struct fd_api *a, struct client *c)
+{
+	int rc;
+
+	while ((rc = events_send_one(c)) > 0)
+		a->st.events += (uint64_t)rc;
+	if (rc == -EAGAIN) {
+		ev_io_start(a->d->loop, &c->ev_w);
+		return;
+	}
+	if (rc < 0) { /* the client's end is gone: so is the client, soon */
+		a->st.events_lost++;
+		for (uint32_t i = 0; i < c->hiwat; i++)
+			if (c->obj[i].type == OBJ_CQ || c->obj[i].type == OBJ_QP)
+				*obj_ev(&c->obj[i]) = 0;
+	}
+	c->ev_pending = 0;
+	ev_io_stop(a->d->loop, &c->ev_w);
+}
+
+static void ev_writable_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct client *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	events_flush(c->a, c);
+}
+
+static struct client *client_by_id(struct fd_api *a, uint32_t id)
+{
+	for (struct client *c = a->clients; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+/* The engine's async events (bounded by its queue, cfg async_depth) onto the objects
+ * they name, then to the clients. An object that is gone (a stale generation, another
+ * engine number) takes none; CONN_DEAD is the CM's business (loop.c). A QP of CONNECT /
+ * ACCEPT has its engine number only once connected: its events count before that. */
+static void events_from_engine(struct fd_api *a)
+{
+	struct fc_rdma *d = fc_node_rdma(a->d->node);
+	struct fc_rdma_async_event ev;
+
+	while (!fc_rdma_get_async_event(d, &ev)) {
+		struct client *c = ev.user ? client_by_id(a, (uint32_t)(ev.user >> 32)) : NULL;
+		uint32_t h = (uint32_t)ev.user;
+		struct obj *o;
+
+		if (!c)
+			continue;
+		if (ev.type == FC_RDMA_EV_CQ_ERR) {
+			if ((o = obj_get(c, h, OBJ_CQ)) && o->u.cq.cqn == ev.num)
+				obj_event(o, EVB_CQ_ERR);
+		} else if (ev.type == FC_RDMA_EV_QP_FATAL || ev.type == FC_RDMA_EV_QP_LAST_WQE) {
+			if ((o = obj_get(c, h, OBJ_QP)) &&
+			    (o->u.qp.qpn == ev.num || o->u.qp.state == QP_CONNECTING))
+				obj_event(o, ev.type == FC_RDMA_EV_QP_FATAL ? EVB_QP_FATAL :
+									       EVB_QP_LAST_WQE);
+		}
+	}
+	for (struct client *c = a->clients; c; c = c->next)
+		if (c->ev_pending && !ev_is_active(&c->ev_w))
+			events_flush(a, c);
+}
+
 static void client_free(struct fd_api *a, struct client *c, const char *why)
 {
 	struct fd_daemon *d = a->d;
@@ -351,6 +512,10 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 	      n[OBJ_XRCD]);
 	ev_io_stop(d->loop, &c->w);
 	close(c->fd);
+	if (c->ev_fd >= 0) {
+		ev_io_stop(d->loop, &c->ev_w);
+		close(c->ev_fd);
+	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	if (c->db_fd >= 0) {
@@ -391,9 +556,18 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 		.max_msg_bytes = 1u << 20, .mtu_bytes = c->a->d->cfg.mtu_bytes,
 	};
 
+	int sv[2], rc;
+
 	if (c->hello || nfds != 1 || m->client_version != FC_API_VERSION)
 		return reply(c, h, c->hello ? -EALREADY : nfds != 1 ? -EINVAL : -EPROTO, NULL, 0,
 			     NULL, 0);
+	/* the event socket (api.h): we keep one end, only to write (never blocking) */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+		return reply(c, h, -errno, NULL, 0, NULL, 0);
+	shutdown(sv[0], SHUT_RD);
+	c->ev_fd = sv[0];
+	ev_io_init(&c->ev_w, ev_writable_cb, c->ev_fd, EV_WRITE);
+	c->ev_w.data = c;
 	c->db_fd = fds[0];
 	fds[0] = -1;
 	fcntl(c->db_fd, F_SETFL, O_NONBLOCK);
@@ -401,7 +575,9 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	c->db_w.data = c;
 	ev_io_start(c->a->d->loop, &c->db_w);
 	c->hello = 1;
-	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+	rc = reply(c, h, 0, &rep, sizeof(rep), &sv[1], 1);
+	close(sv[1]);
+	return rc;
 }
 
 static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
@@ -625,6 +801,7 @@ static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void
 		fc_rdma_cq_destroy(d, o->u.cq.cqn);
 		goto fail;
 	}
+	fc_rdma_cq_set_user(d, o->u.cq.cqn, obj_cookie(c, rep.handle)); /* its events */
 	o->u.cq.ring = ring;
 	o->u.cq.bytes = bytes;
 	o->u.cq.evfd = evfd;
@@ -700,6 +877,9 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 		return -EINVAL; /* a field the type does not use */
 	if (srq && (srq->u.srq.pd_h != q->pd || srq->u.srq.xrcd_h))
 		return -EINVAL; /* verbs: an SRQ of another PD; an XRC SRQ is no QP's */
+	if ((scq && fc_rdma_cq_overflowed(fc_node_rdma(c->a->d->node), scq->u.cq.cqn) == 1) ||
+	    (rcq && fc_rdma_cq_overflowed(fc_node_rdma(c->a->d->node), rcq->u.cq.cqn) == 1))
+		return -EIO; /* nothing of it could complete (falcon.h, falcon_poll_cq) */
 	if ((sends && (!pow2_ok(q->sq_entries, RING_ENTRIES_MAX) ||
 		       q->max_send_sge > FC_RING_SGE_MAX || !q->max_inflight ||
 		       q->max_inflight > 65536)) ||
@@ -773,6 +953,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	spec->init.rnr_retry = q->rnr_retry;
 	spec->init.min_rnr_timer = q->min_rnr_timer;
 	spec->init.timeout_ns = fc_rdma_verbs_timeout_ns(q->timeout, q->retry_cnt);
+	spec->init.user = obj_cookie(c, handle); /* its async events come back to it */
 	o->u.qp.timeout = q->timeout;
 	o->u.qp.retry_cnt = q->retry_cnt;
 	o->u.qp.rnr_retry = q->rnr_retry;
@@ -842,6 +1023,7 @@ static void bind_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 		      o->c->id, qpn ? qpn : o->u.qp.qpn, o->u.qp.rqpn, strerror(-status));
 		at.state = FC_RDMA_QPS_ERR;
 		fc_rdma_qp_modify(d, o->u.qp.qpn, &at);
+		obj_event(o, EVB_QP_FATAL); /* an error, not the client's modify */
 	} else {
 		o->u.qp.connected = 1;
 		if (o->u.qp.want_rts)
@@ -1323,6 +1505,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->a = a;
 		c->fd = fd;
 		c->db_fd = -1;
+		c->ev_fd = -1;
 		c->pid = cr.pid;
 		c->pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
 		c->uid = cr.uid;
@@ -1356,8 +1539,9 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 				/* the client armed the CQ (its consumer side) and it holds
 				 * completions: ring once, and clear the flag for it */
 				if (fc_ring_needs_wakeup(rh) &&
-				    __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
-					    __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE)) {
+				    (__atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
+					     __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE) ||
+				     (fc_ring_status(rh) & FC_RING_ST_OVERFLOW))) {
 					uint64_t one = 1;
 
 					fc_ring_set_need_wakeup(rh, 0);
@@ -1405,6 +1589,7 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 			}
 		}
 	a->st.ring_wrs += (uint64_t)taken;
+	events_from_engine(a); /* what this and the engine's work since the last time raised */
 	return taken;
 }
 
@@ -1569,6 +1754,8 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "mr_by_copy", "%llu", (unsigned long long)a->st.mr_by_copy);
 	fd_json_kv(&j, "bind_failed", "%llu", (unsigned long long)a->st.bind_failed);
 	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
+	fd_json_kv(&j, "async_events", "%llu", (unsigned long long)a->st.events);
+	fd_json_kv(&j, "async_events_lost", "%llu", (unsigned long long)a->st.events_lost);
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
 }

@@ -468,6 +468,10 @@ int falcond_start(struct fd_daemon *d)
 		nc.rdma.pull_defer_max = d->cfg.pull_defer;
 	nc.rdma.conn_dead = conn_dead;
 	nc.rdma.ev_ctx = d;
+	/* async events are drained before every sleep (api.c): room for one CQ overflow that
+	 * takes every QP to ERR at once (QP_FATAL and LAST_WQE each), up to the engine's max */
+	nc.rdma.async_depth = (uint32_t)(2ull * d->cfg.max_qps + d->cfg.max_cqs + 64 < 65536 ?
+					 2ull * d->cfg.max_qps + d->cfg.max_cqs + 64 : 65536);
 	nc.txn.mtu_bytes = d->cfg.mtu_bytes + FC_RDMA_HDR_MAX;
 	nc.mr_cap = d->cfg.max_mrs;
 	nc.rand = key_rand;

@@ -5,6 +5,12 @@
  *
  * Every object the library hands out is also on its context's list, so falcon_close
  * frees what the program did not; the daemon releases its side when the socket closes.
+ *
+ * Asynchronous events come on the event socket (api.h) and are read from it one at a
+ * time, so that it polls readable exactly while one waits. That falcond has gone is
+ * learnt from either socket hanging up, and kept in the context (gone): the post calls
+ * read that flag and, at most every FALCON_DAEMON_CHECK_MS by the coarse clock, poll the
+ * control socket (falcon.h, falcon_post_send).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,11 +50,21 @@ struct node {
 struct falcon_context {
 	struct node head;            /* list of everything below */
 	pthread_mutex_t lock;        /* one request at a time on the socket */
+	pthread_mutex_t list_lock;   /* the list: links, unlinks, falcon_get_async_event */
 	int sock, db_fd;
 	uint32_t seq;
 	struct fc_api_hello_rep limits;
 	int ptracer_set;             /* allow_daemon done */
 	uint32_t poll_us;            /* falcon_wait_cq spins this long first (FALCON_POLL_US) */
+	/* asynchronous events (falcon_get_async_event) */
+	pthread_mutex_t ev_lock;
+	int ev_fd;                   /* our end of the event socket */
+	uint32_t ev_next;            /* events of its head message returned so far */
+	int fatal_given;             /* FALCON_EVENT_DEVICE_FATAL returned */
+	/* falcond has gone (1; atomic), and when the post calls look next (coarse clock, ns;
+	 * atomic) */
+	int gone;
+	uint64_t check_ns;
 };
 
 struct falcon_pd {
@@ -136,16 +152,26 @@ static void link_node(struct falcon_context *ctx, struct node *n, uint32_t kind,
 	n->ctx = ctx;
 	n->kind = kind;
 	n->handle = handle;
+	pthread_mutex_lock(&ctx->list_lock);
 	n->next = ctx->head.next;
 	n->prev = &ctx->head;
 	ctx->head.next->prev = n;
 	ctx->head.next = n;
+	pthread_mutex_unlock(&ctx->list_lock);
 }
 
 static void unlink_node(struct node *n)
 {
+	pthread_mutex_lock(&n->ctx->list_lock);
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
+	pthread_mutex_unlock(&n->ctx->list_lock);
+}
+
+/* falcond has gone: every later post returns -ENOTCONN. */
+static void mark_gone(struct falcon_context *ctx)
+{
+	__atomic_store_n(&ctx->gone, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- the control socket ---- */
@@ -176,6 +202,8 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 	rc = fc_api_send(ctx->sock, buf, sizeof(*h) + len, &fd_in, fd_in >= 0, 0);
 	if (rc) {
 		rc = rc == -EPIPE || rc == -ECONNRESET ? -ENOTCONN : rc;
+		if (rc == -ENOTCONN)
+			mark_gone(ctx);
 		goto out;
 	}
 	for (;;) { /* replies to earlier requests cannot be pending: one at a time */
@@ -189,6 +217,7 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 			continue;
 		if (n <= 0) {
 			rc = -ENOTCONN;
+			mark_gone(ctx);
 			goto out;
 		}
 		unsigned got = 0;
@@ -265,6 +294,9 @@ API struct falcon_context *falcon_open(const char *path)
 	ctx->head.next = ctx->head.prev = &ctx->head;
 	ctx->poll_us = env_poll_us();
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->list_lock, NULL);
+	pthread_mutex_init(&ctx->ev_lock, NULL);
+	ctx->ev_fd = -1;
 	ctx->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (ctx->db_fd < 0 || ctx->sock < 0 ||
@@ -272,8 +304,11 @@ API struct falcon_context *falcon_open(const char *path)
 		rc = -errno;
 		goto err;
 	}
+	/* the reply brings our end of the event socket (api.h) */
 	rc = rpc(ctx, FC_API_HELLO, &hello, sizeof(hello), ctx->db_fd, &ctx->limits,
-		 sizeof(ctx->limits), NULL, 0);
+		 sizeof(ctx->limits), &ctx->ev_fd, 1);
+	if (!rc && ctx->ev_fd < 0)
+		rc = -EPROTO;
 	if (rc)
 		goto err;
 	return ctx;
@@ -282,7 +317,11 @@ err:
 		close(ctx->sock);
 	if (ctx->db_fd >= 0)
 		close(ctx->db_fd);
+	if (ctx->ev_fd >= 0)
+		close(ctx->ev_fd);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->list_lock);
+	pthread_mutex_destroy(&ctx->ev_lock);
 	free(ctx);
 	return fail_null(rc);
 }
@@ -338,7 +377,10 @@ API int falcon_close(struct falcon_context *ctx)
 	while (ctx->head.next != &ctx->head)
 		free_node(ctx->head.next);
 	close(ctx->db_fd);
+	close(ctx->ev_fd);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->list_lock);
+	pthread_mutex_destroy(&ctx->ev_lock);
 	free(ctx);
 	return 0;
 }
@@ -577,6 +619,12 @@ API int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc)
 	if (!cq || n < 0 || (n && !wc))
 		return fail(-EINVAL);
 	avail = fc_ring_avail(cq->ring, &bad);
+	/* empty: has it overflowed? (falcon.h; the status word sits on the line of the
+	 * producer's index, which we read anyway). Completions published before the flag are
+	 * visible once it is: look again, they are returned first. */
+	if (!avail && n && !bad && (fc_ring_status(cq->ring) & FC_RING_ST_OVERFLOW) &&
+	    !(avail = fc_ring_avail(cq->ring, &bad)) && !bad)
+		return fail(-EOVERFLOW);
 	if (bad)
 		return fail(-EPROTO);
 	k = avail < (uint32_t)n ? avail : (uint32_t)n;
@@ -679,8 +727,12 @@ API int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int ti
 		rc = poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left);
 		if (rc < 0 && errno != EINTR)
 			return fail(-errno);
-		if (rc > 0 && (p[1].revents & (POLLHUP | POLLERR)) && !falcon_poll_cq(cq, n, wc))
+		if (rc > 0 && (p[1].revents & (POLLHUP | POLLERR))) {
+			mark_gone(cq->n.ctx);
+			if ((rc = falcon_poll_cq(cq, n, wc)))
+				return rc;
 			return fail(-ENOTCONN);
+		}
 		if (rc > 0 && (p[0].revents & POLLIN))
 			falcon_cq_ack_events(cq);
 	}
@@ -1109,6 +1161,37 @@ API int falcon_close_xrcd(struct falcon_xrcd *x)
 
 /* ---- work requests ---- */
 
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* the vDSO's: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The post calls' look at the daemon (falcon.h, falcon_post_send): nonzero when it has
+ * gone. A load of the flag, a read of the coarse clock, and at most every
+ * FALCON_DAEMON_CHECK_MS a poll(2) of the control socket, which hangs up when falcond
+ * goes. Threads posting on QPs of one context may now and then both poll: harmless. */
+static int daemon_gone(struct falcon_context *ctx)
+{
+	struct pollfd p = { .fd = ctx->sock, .events = 0 };
+	uint64_t now;
+
+	if (__atomic_load_n(&ctx->gone, __ATOMIC_RELAXED))
+		return 1;
+	now = coarse_ns();
+	if (now < __atomic_load_n(&ctx->check_ns, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&ctx->check_ns, now + FALCON_DAEMON_CHECK_MS * 1000000ull,
+			 __ATOMIC_RELAXED);
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
+		mark_gone(ctx);
+		return 1;
+	}
+	return 0;
+}
+
 static void doorbell(struct falcon_context *ctx, void *ring)
 {
 	uint64_t one = 1;
@@ -1127,6 +1210,11 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 
 	if (!pub || !qp->sq) /* an XRC_RECV QP sends nothing */
 		return fail(-EINVAL);
+	if (daemon_gone(qp->n.ctx)) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return fail(-ENOTCONN);
+	}
 	space = fc_ring_space(qp->sq);
 	for (; wr; wr = wr->next, n++) {
 		struct fc_ring_send_wr *e;
@@ -1175,12 +1263,19 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 }
 
 /* Receive WRs into a receive ring (a QP's or an SRQ's), then the doorbell if the daemon
- * sleeps. 0, or -EINVAL / -ENOMEM with *bad_wr at the first WR not posted. */
+ * sleeps. 0, or -EINVAL / -ENOMEM / -ENOTCONN with *bad_wr at the first WR not posted. */
 static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t max_sge,
 			  struct falcon_recv_wr *wr, struct falcon_recv_wr **bad_wr)
 {
-	uint32_t n = 0, space = fc_ring_space(ring);
+	uint32_t n = 0, space;
 	int rc = 0;
+
+	if (daemon_gone(ctx)) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return fail(-ENOTCONN);
+	}
+	space = fc_ring_space(ring);
 
 	for (; wr; wr = wr->next, n++) {
 		struct fc_ring_recv_wr *e;
@@ -1314,6 +1409,92 @@ API int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
 	return ring_post_recv(srq->n.ctx, srq->ring, srq->max_sge, wr, bad_wr);
 }
 
+/* ---- asynchronous events ---- */
+
+/* The object of the context named by kind and the daemon's handle, NULL if there is none
+ * (destroyed, or not handed out yet). */
+static void *object_of(struct falcon_context *ctx, uint32_t kind, uint32_t handle)
+{
+	void *obj = NULL;
+
+	pthread_mutex_lock(&ctx->list_lock);
+	for (struct node *n = ctx->head.next; n != &ctx->head && !obj; n = n->next)
+		if (n->kind == kind && n->handle == handle)
+			obj = kind == K_QP ? (void *)((uint8_t *)n - offsetof(struct lqp, n)) :
+					     (void *)n; /* a falcon_cq starts with its node */
+	pthread_mutex_unlock(&ctx->list_lock);
+	return obj;
+}
+
+static void event_of(struct falcon_context *ctx, const struct fc_api_event *e,
+		     struct falcon_async_event *ev)
+{
+	ev->event_type = e->type;
+	ev->num = e->num;
+	ev->element.qp = NULL;
+	if (e->type == FALCON_EVENT_CQ_ERR)
+		ev->element.cq = object_of(ctx, K_CQ, e->handle);
+	else if (e->type == FALCON_EVENT_QP_FATAL || e->type == FALCON_EVENT_QP_LAST_WQE_REACHED)
+		ev->element.qp = object_of(ctx, K_QP, e->handle); /* the lqp starts with it */
+}
+
+/* The next event of the event socket's head message, which is taken off the socket with
+ * its last event (so the socket polls readable while one is left). 0, -EAGAIN (none),
+ * -ENOTCONN (the daemon has gone: the end of the stream), -EPROTO. Under ev_lock. */
+static int next_event(struct falcon_context *ctx, struct falcon_async_event *ev)
+{
+	uint8_t buf[FC_API_MSG_MAX + 1];
+	struct fc_api_event e;
+	ssize_t n = recv(ctx->ev_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_PEEK);
+	int k;
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return -EAGAIN;
+	if (n <= 0)
+		return -ENOTCONN;
+	if ((k = fc_api_event_check(buf, (unsigned long)n)) < 0) {
+		(void)!recv(ctx->ev_fd, buf, sizeof(buf), MSG_DONTWAIT); /* not to see it again */
+		ctx->ev_next = 0;
+		return -EPROTO;
+	}
+	if (ctx->ev_next >= (uint32_t)k)
+		ctx->ev_next = 0;
+	memcpy(&e, buf + sizeof(struct fc_api_hdr) + ctx->ev_next * sizeof(e), sizeof(e));
+	if (++ctx->ev_next == (uint32_t)k) {
+		(void)!recv(ctx->ev_fd, buf, sizeof(buf), MSG_DONTWAIT); /* done with it */
+		ctx->ev_next = 0;
+	}
+	event_of(ctx, &e, ev);
+	return 0;
+}
+
+API int falcon_get_async_event(struct falcon_context *ctx, struct falcon_async_event *ev)
+{
+	int rc;
+
+	if (!ctx || !ev || !ATTR_HAS(ev, element))
+		return fail(-EINVAL);
+	pthread_mutex_lock(&ctx->ev_lock);
+	rc = next_event(ctx, ev);
+	if (rc == -ENOTCONN) { /* after every event the daemon sent: DEVICE_FATAL, once */
+		mark_gone(ctx);
+		if (!ctx->fatal_given) {
+			ctx->fatal_given = 1;
+			ev->event_type = FALCON_EVENT_DEVICE_FATAL;
+			ev->num = 0;
+			ev->element.qp = NULL;
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&ctx->ev_lock);
+	return rc ? fail(rc) : 0;
+}
+
+API int falcon_async_fd(const struct falcon_context *ctx)
+{
+	return ctx ? ctx->ev_fd : fail(-EINVAL);
+}
+
 /* ---- names ---- */
 
 API const char *falcon_strerror(int err)
@@ -1333,6 +1514,7 @@ API const char *falcon_strerror(int err)
 	case EADDRINUSE: return "someone listens on that service already";
 	case ECONNABORTED: return "the connection was abandoned by the other side";
 	case EPROTOTYPE: return "the peer's QP is of a type that does not pair with ours";
+	case EOVERFLOW: return "the completion queue overflowed (it and its QPs are in error)";
 	default: return strerror(err < 0 ? -err : err);
 	}
 }

@@ -40,14 +40,14 @@ void fc_rdma_qp_init_default(struct fc_rdma_qp_init *a)
 /* ------------------------------------------------------------------------ */
 /* async events and completion queues                                        */
 
-void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num)
+void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num, uint64_t user)
 {
 	if (d->ev_count == d->cfg.async_depth) {
 		d->cnt.async_lost++;
 		return;
 	}
 	d->ev[(d->ev_head + d->ev_count) % d->cfg.async_depth] =
-		(struct fc_rdma_async_event){ .type = type, .num = num };
+		(struct fc_rdma_async_event){ .type = type, .num = num, .user = user };
 	d->ev_count++;
 }
 
@@ -174,7 +174,7 @@ static void on_dead(void *ctx, struct fc_txn *t, int reason)
 
 	(void)reason;
 	c->dead = 1;
-	rdma_async_push(c->d, FC_RDMA_EV_CONN_DEAD, fc_txn_local_cid(t));
+	rdma_async_push(c->d, FC_RDMA_EV_CONN_DEAD, fc_txn_local_cid(t), 0);
 	c->d->dq_total -= c->dq_count; /* their pulls are gone with the connection */
 	c->dq_count = 0;
 	pend_drop_conn(c->d, c);

@@ -106,6 +106,7 @@ struct qp {
 	struct conn *c;
 	uint8_t min_rnr_timer, rnr_retry;
 	uint64_t timeout_ns;    /* fc_rdma_qp_init.timeout_ns: given to the connection */
+	uint64_t user;          /* fc_rdma_qp_init.user: in its async events */
 	uint32_t max_send_sge;
 	/* requester */
 	struct swqe *sq;
@@ -138,7 +139,8 @@ struct qp {
 
 struct cq {
 	uint32_t num, gen, nref;
-	uint8_t used, error, armed, armed_sol;
+	uint8_t used, error, armed, armed_sol; /* error: overflowed, for good (rdma.h) */
+	uint64_t user;             /* fc_rdma_cq_set_user: in its async events */
 	struct fc_rdma_wc *ring;
 	uint32_t depth, head, count;
 	void *uring;               /* completions go to this ring in caller memory */
@@ -322,7 +324,7 @@ static inline struct swqe *sq_at(const struct qp *q, uint64_t i) { return &q->sq
 static inline int is_send_op(uint8_t op) { return op <= FC_RDMA_WR_SEND_INV; }
 
 /* rdma_layer.c */
-void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num);
+void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num, uint64_t user);
 
 /* rdma_queue.c */
 void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, struct qp *q);
@@ -334,6 +336,7 @@ void rdma_rwqe_wc(const struct rwqe *w, uint32_t qpn, uint8_t st, struct fc_rdma
 /* rdma_qp.c */
 void rdma_swqe_settle(struct swqe *w);
 void rdma_swqe_emit(struct fc_rdma *d, struct qp *q, struct swqe *w);
+/* The error state by an error (FC_RDMA_EV_QP_FATAL): flushes, see rdma.h. */
 void rdma_qp_to_err(struct qp *q, struct fc_rdma *d);
 /* Tell the I/O shell that connection c is given up (cfg.conn_dead), so its peer hears. */
 void rdma_conn_gave_up(struct fc_rdma *d, struct conn *c);

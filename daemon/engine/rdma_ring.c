@@ -6,8 +6,9 @@
  * Everything in a ring is input from another process. At attach the header is checked
  * once (fc_ring_check) and its size kept here; afterwards the engine reads only the other
  * side's index (acquire) and the entries, and writes only its own index (release), which
- * it keeps in its own memory too, so a peer scribbling on the header changes nothing but
- * what it may: its own index. A producer index more than a ring ahead stops the engine
+ * it keeps in its own memory too, and, on a CQ ring that overflows, the producer's status
+ * word (rdma_queue.c), so a peer scribbling on the header changes nothing but what it
+ * may: its own index. A producer index more than a ring ahead stops the engine
  * from reading that QP's rings and takes the QP to the error state. Each WR is read from
  * its slot once, into the engine's own copy (a peer may rewrite the slot at any time:
  * what is validated must be what is used), and then goes through the same checks as

@@ -16,6 +16,15 @@
  * unknown type or version, a handle that is not the client's own gets an error reply
  * (status = -errno) or, for a broken header, the client's disconnection. Handles are per
  * client: numbers in the client's own object table, meaningless for any other client.
+ *
+ * Asynchronous events (falcon_get_async_event) travel apart from the replies, on an event
+ * socket: the HELLO reply carries the client's end of a SOCK_SEQPACKET socket pair whose
+ * other end the daemon keeps (its reading side shut). Each message on it is a struct
+ * fc_api_hdr of type FC_API_EVENT (seq 0, status 0) and 1 .. FC_API_EVENTS_MAX struct
+ * fc_api_event. The daemon never blocks on it: events it cannot send yet wait, one per
+ * object and kind (an object's repeated events of a kind are sent once), until the
+ * socket drains. When the daemon goes (stopped or killed), both its sockets hang up: the
+ * client reads the end of the stream there (the library reports DEVICE_FATAL).
  */
 #ifndef FALCON_API_H
 #define FALCON_API_H
@@ -31,9 +40,11 @@
 				 * 4: verbs' QP timers (timeout, retry_cnt) */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
+#define FC_API_EVENT 0x100u    /* the type of the event socket's messages (no request) */
 
 enum fc_api_type {
-	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd */
+	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd; reply fd: its end of the
+				  event socket */
 	FC_API_ALLOC_PD,
 	FC_API_DEALLOC_PD,
 	FC_API_REG_MR,         /* fd: the memfd of the buffer (none: the client's memory) */
@@ -208,7 +219,21 @@ struct fc_api_qp_rep {
 	uint64_t rings_bytes, rq_offset;
 };
 
+/* One asynchronous event (event socket). type: enum falcon_event_type; handle: the
+ * client's handle of the object (a CQ for CQ_ERR, a QP for the QP events); num: the QP's
+ * number, or the daemon's number of the CQ. */
+struct fc_api_event {
+	uint16_t type;
+	uint16_t pad;
+	uint32_t handle;
+	uint32_t num;
+	uint32_t pad2;
+};
+#define FC_API_EVENTS_MAX \
+	((FC_API_MSG_MAX - sizeof(struct fc_api_hdr)) / sizeof(struct fc_api_event))
+
 _Static_assert(sizeof(struct fc_api_hdr) == 24, "api header");
+_Static_assert(sizeof(struct fc_api_event) == 16, "event");
 _Static_assert(sizeof(struct fc_api_reg_mr) == 32, "reg_mr");
 _Static_assert(sizeof(struct fc_api_qp_attr) == 56, "qp attr");
 _Static_assert(sizeof(struct fc_api_connect) == 92, "connect");
@@ -264,6 +289,22 @@ static inline int fc_api_msg_check(const void *msg, unsigned long n)
 	    n - sizeof(*h) != fc_api_req_body(h->type))
 		return -EINVAL;
 	return 0;
+}
+
+/* Check a message of n bytes read from the event socket: the number of events it holds
+ * (1 .. FC_API_EVENTS_MAX), or -EPROTO. */
+static inline int fc_api_event_check(const void *msg, unsigned long n)
+{
+	const struct fc_api_hdr *h = (const struct fc_api_hdr *)msg;
+	unsigned long k;
+
+	if (!msg || n < sizeof(*h) || n > FC_API_MSG_MAX || h->hdr_size != sizeof(*h) ||
+	    h->version != FC_API_VERSION || h->len != n || h->type != FC_API_EVENT)
+		return -EPROTO;
+	k = (n - sizeof(*h)) / sizeof(struct fc_api_event);
+	if (!k || (n - sizeof(*h)) % sizeof(struct fc_api_event))
+		return -EPROTO;
+	return (int)k;
 }
 
 /* Send one message of len bytes on sock with nfds (<= FC_API_FDS_MAX) descriptors as

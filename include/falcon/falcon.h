@@ -33,7 +33,13 @@
  *
  * Threads: a context's control calls are serialized by the library; a QP's post calls
  * and a CQ's poll calls need the caller's own serialization (one thread per QP / CQ),
- * as in most verbs providers.
+ * as in most verbs providers. falcon_get_async_event may be called from any thread.
+ *
+ * When falcond goes (stopped or killed), nothing more completes: calls on the socket
+ * return -ENOTCONN, falcon_wait_cq too, falcon_get_async_event reports
+ * FALCON_EVENT_DEVICE_FATAL, and the post calls return -ENOTCONN from at most
+ * FALCON_DAEMON_CHECK_MS after that (see falcon_post_send). Close the context; open a
+ * new one once the daemon is back.
  */
 #ifndef FALCON_FALCON_H
 #define FALCON_FALCON_H
@@ -164,9 +170,21 @@ struct falcon_wc {
 	uint32_t vendor_err;       /* Falcon completion code | IB NAK code << 8 */
 };
 
-/* Up to n completions, oldest first: their number (0: none), or -EOVERFLOW (the CQ
- * overflowed: completions were lost and its QPs are in error), -EPROTO (the daemon broke
- * the ring). Never blocks, never makes a system call. */
+/* Up to n completions, oldest first: their number (0: none), or -EOVERFLOW, -EPROTO (the
+ * daemon broke the ring). Never blocks, never makes a system call.
+ *
+ * -EOVERFLOW: the CQ overflowed (a completion came while it held as many as it has room
+ * for), as verbs' CQ error. The completions it held are returned first; once they are
+ * read every call returns -EOVERFLOW, for good. The completion that did not fit and every
+ * later one for this CQ are lost: none can be delivered into it any more. At the
+ * overflow each QP whose send or receive CQ it is went to the error state and its
+ * outstanding work requests were flushed (FALCON_WC_WR_FLUSH_ERR): those of its other
+ * CQ (a receive CQ when this one is its send CQ, or the reverse) complete there if that
+ * CQ is healthy; those of this CQ are among the lost. falcon_get_async_event reports
+ * FALCON_EVENT_CQ_ERR for the CQ, then FALCON_EVENT_QP_FATAL for each QP. The CQ takes
+ * no new QP (falcon_create_qp, falcon_connect, falcon_accept: EIO) and none of its QPs
+ * leaves RESET again (falcon_modify_qp: -EIO): destroy the QPs, then the CQ. Size a CQ
+ * for every work request that may be outstanding on the QPs that complete into it. */
 int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc);
 /* Ask for a wakeup of falcon_cq_fd at the next completion (solicited_only is taken as
  * "any completion": falcond wakes on every one). As with verbs, poll once more after
@@ -184,9 +202,52 @@ int falcon_cq_ack_events(struct falcon_cq *cq);
  * that comes within N us costs no wakeup, at the price of that much CPU per wait. Unset
  * (or 0): it sleeps at once. Returns the number of completions
  * polled into wc (> 0), 0 on timeout, -ENOTCONN when falcond has gone (stopped or died:
- * nothing more will complete; open a new context once it is back), or another negative
- * errno. */
+ * nothing more will complete; open a new context once it is back), -EOVERFLOW (as
+ * falcon_poll_cq), or another negative errno. */
 int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int timeout_ms);
+
+/* ---- asynchronous events ---- */
+
+enum falcon_event_type { /* = enum ibv_event_type, for the events falcon has */
+	FALCON_EVENT_CQ_ERR = 0,     /* element.cq overflowed (falcon_poll_cq, -EOVERFLOW) */
+	FALCON_EVENT_QP_FATAL = 1,   /* element.qp went to the error state by an error: a
+					failed work request in FALCON_ERR_VERBS mode, its
+					connection lost or given up (timers), its CQ
+					overflowed, a connection of falcon_modify_qp's RTR that
+					could not be set up; not a falcon_modify_qp to ERR */
+	FALCON_EVENT_DEVICE_FATAL = 8, /* falcond has gone: nothing more completes; element
+					  NULL */
+	FALCON_EVENT_QP_LAST_WQE_REACHED = 16, /* element.qp, fed by an SRQ (or an XRC_RECV
+						  QP), is in the error state and takes no more
+						  of the SRQ's work requests */
+};
+
+struct falcon_async_event {
+	size_t size;               /* sizeof(struct falcon_async_event), set by the caller */
+	uint32_t event_type;       /* enum falcon_event_type */
+	uint32_t num;              /* QP events: the QP's qp_num; CQ_ERR: the daemon's number
+				      of the CQ; DEVICE_FATAL: 0 */
+	union {
+		struct falcon_cq *cq;
+		struct falcon_qp *qp;
+	} element;                 /* the object; NULL when the program has destroyed it since,
+				      has not been handed it yet (a QP falcon_connect or
+				      falcon_accept is still making), or for DEVICE_FATAL;
+				      valid while the program does not destroy it */
+};
+
+/* The next asynchronous event of the context, oldest first, without blocking: 0 and
+ * *ev; -EAGAIN (none now); -ENOTCONN (falcond has gone and FALCON_EVENT_DEVICE_FATAL has
+ * been returned: nothing more will come); -EINVAL (NULL, ev->size too small); -EPROTO
+ * (the daemon broke the protocol). Events of one object come in the order they happened;
+ * an object's repeated events of one kind that the program has not read yet may come as
+ * one (falcond never blocks on a client that does not read them). DEVICE_FATAL comes after
+ * every event the daemon sent before it went. */
+int falcon_get_async_event(struct falcon_context *ctx, struct falcon_async_event *ev);
+/* A file descriptor that polls readable (POLLIN) while falcon_get_async_event has
+ * something to return, and for good once falcond has gone (POLLHUP). Do not read it
+ * yourself. -EINVAL for NULL. */
+int falcon_async_fd(const struct falcon_context *ctx);
 
 /* ---- queue pairs ---- */
 
@@ -270,7 +331,8 @@ struct falcon_qp_init_attr {
  * send when this returns. timeout_ms < 0: the daemon's bound (about 3 s of retries).
  * NULL and errno: EINVAL (bad attr), EHOSTUNREACH / ENOENT (name does not resolve),
  * ECONNREFUSED (no listener for the service, or the peer refused our version or
- * features), ETIMEDOUT (no answer), ENOSPC (connection or QP tables full). */
+ * features), ETIMEDOUT (no answer), ENOSPC (connection or QP tables full), EIO (a CQ in
+ * attr overflowed: falcon_poll_cq). */
 struct falcon_qp *falcon_connect(struct falcon_pd *pd, const char *host, uint16_t service,
 				 const struct falcon_qp_init_attr *attr, int timeout_ms);
 
@@ -335,14 +397,16 @@ struct falcon_qp_attr {
 #define FALCON_QP_ATTR_MIN_RNR_TIMER 0x8u
 
 /* A QP of any type in RESET, in pd, with rings as attr says. NULL and errno: EINVAL (bad
- * attr, objects of another context), ENOENT, ENOSPC, ENOMEM, ENOTCONN. */
+ * attr, objects of another context), ENOENT, ENOSPC, ENOMEM, ENOTCONN, EIO (a CQ in attr
+ * overflowed: falcon_poll_cq). */
 struct falcon_qp *falcon_create_qp(struct falcon_pd *pd, const struct falcon_qp_init_attr *attr);
 /* Move a QP of falcon_create_qp to attr->qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR,
  * ERR -> RESET; attr->attr_mask's timers are set on the way (on any QP, with qp_state
  * its current state: falcon_query_qp's). 0, or -EINVAL (a transition not in that list,
  * a timer out of range, RTR of RC / XRC without
  * dest_host, a QP of falcon_connect / falcon_accept), -ENOENT / -EHOSTUNREACH (the host
- * does not resolve), -EAFNOSUPPORT (an address family the daemon does not listen on). */
+ * does not resolve), -EAFNOSUPPORT (an address family the daemon does not listen on),
+ * -EIO (RESET -> INIT of a QP whose CQ overflowed: falcon_poll_cq). */
 int falcon_modify_qp(struct falcon_qp *qp, const struct falcon_qp_attr *attr);
 /* The QP's state (enum falcon_qp_state) and, for RC / XRC, whether its connection is open
  * (*connected: 0 or 1; may be NULL). A negative errno on failure. */
@@ -385,7 +449,7 @@ struct falcon_srq_init_attr {
  * its WRs, in the order they were posted, whichever QP the message came on. An XRC SRQ
  * takes the SENDs of peer XRC_SEND QPs that name its number (falcon_srq_num) and arrive
  * on an XRC_RECV QP of its domain. NULL and errno: EINVAL (bad attr), ENOSPC, ENOMEM,
- * ENOTCONN. */
+ * ENOTCONN, EIO (the XRC SRQ's CQ overflowed). */
 struct falcon_srq *falcon_create_srq(struct falcon_pd *pd,
 				     const struct falcon_srq_init_attr *attr);
 /* -EBUSY while a QP uses it. */
@@ -449,8 +513,20 @@ struct falcon_recv_wr {
 
 /* Post a list of send WRs into the QP's send ring. 0, or a negative errno with *bad_wr at
  * the first WR not posted: -ENOMEM (ring full: as ibv_post_send), -EINVAL (num_sge out of
- * range, unknown opcode), -ENOTCONN (daemon gone). Everything before *bad_wr is posted
- * and will complete exactly once. The daemon is woken only when it sleeps. */
+ * range, unknown opcode), -ENOTCONN (daemon gone, see below). Everything before *bad_wr
+ * is posted and will complete exactly once (while falcond runs: a WR completes into a
+ * CQ that has room for it, see falcon_poll_cq's -EOVERFLOW). The daemon is woken only
+ * when it sleeps.
+ *
+ * falcond gone: the post calls (falcon_post_send, falcon_post_recv, falcon_post_srq_recv)
+ * return -ENOTCONN once the library knows that the daemon has gone. It knows it when any
+ * call of the context saw the socket hang up, and the post calls look themselves: at
+ * most every FALCON_DAEMON_CHECK_MS (a read of the coarse monotonic clock, no system
+ * call; then one poll(2) of the socket). So a post made FALCON_DAEMON_CHECK_MS after
+ * the daemon went (plus the kernel's clock tick) returns -ENOTCONN; one made before may
+ * return 0, and its WR never completes. Between checks a post makes no system call but
+ * the doorbell's (when the daemon sleeps). */
+#define FALCON_DAEMON_CHECK_MS 10
 int falcon_post_send(struct falcon_qp *qp, struct falcon_send_wr *wr,
 		     struct falcon_send_wr **bad_wr);
 int falcon_post_recv(struct falcon_qp *qp, struct falcon_recv_wr *wr,

@@ -692,6 +692,10 @@ static void test_cq_ring_full(void **state)
 		}
 	}
 	assert_int_equal(((struct fc_ring_hdr *)(shm + L.scq))->prod, RING);
+	/* the consumer is told in the ring's header (falcon_poll_cq: -EOVERFLOW once the
+	 * ring is drained); the receive CQ did not overflow */
+	assert_int_equal(fc_ring_status(shm + L.scq), FC_RING_ST_OVERFLOW);
+	assert_int_equal(fc_ring_status(shm + L.rcq), 0);
 	assert_int_equal(fc_rdma_counters(A->d)->cq_lost, 1);
 	while (!fc_rdma_get_async_event(A->d, &ev))
 		got_cq_err |= ev.type == FC_RDMA_EV_CQ_ERR && ev.num == A->scq;
