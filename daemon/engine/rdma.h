@@ -237,7 +237,8 @@ struct fc_rdma_cfg {
 	uint32_t mtu_bytes;     /* RDMA payload bytes per transaction (6.7): a multiple of 4,
 				 * >= 64; the txn engine's mtu_bytes must be at least
 				 * mtu_bytes + FC_RDMA_HDR_MAX */
-	uint32_t max_msg_bytes; /* largest message, <= FC_SEG_MSG_MAX */
+	uint32_t max_msg_bytes; /* largest message, <= FC_SEG_MSG_MAX; costs no memory (a
+				 * WR's transactions are made as they go, seg.h fc_seg_at) */
 	uint32_t max_qps;       /* each table: 1 .. 65536 */
 	uint32_t max_cqs, max_srqs, max_ahs, max_conns;
 	uint32_t async_depth;   /* async event ring; more are counted as lost */
@@ -258,7 +259,7 @@ struct fc_rdma_cfg {
 	void *ev_ctx;
 };
 
-/* MTU 4096, messages up to 1 MiB, 256 QPs/CQs/SRQs/AHs, 64 connections, 64 async
+/* MTU 4096, messages up to FC_SEG_MSG_MAX (2 GiB), 256 QPs/CQs/SRQs/AHs, 64 connections, 64 async
  * events, 16 pending responses, 1024 held pulls per connection. */
 void fc_rdma_cfg_default(struct fc_rdma_cfg *cfg);
 
@@ -513,6 +514,8 @@ int fc_rdma_srq_doorbell(struct fc_rdma *d, uint32_t srqn);
 /* The oldest async event: 0 and *ev, or -EAGAIN (none). */
 int fc_rdma_get_async_event(struct fc_rdma *d, struct fc_rdma_async_event *ev);
 const struct fc_rdma_counters *fc_rdma_counters(const struct fc_rdma *d);
+/* The configuration the layer was made with: its limits (tables, MTU, message size). */
+const struct fc_rdma_cfg *fc_rdma_get_cfg(const struct fc_rdma *d);
 /* WRs posted and not yet completed, receive WQEs posted and not yet completed. -ENOENT
  * for no such QP. */
 int fc_rdma_qp_sq_outstanding(const struct fc_rdma *d, uint32_t qpn);

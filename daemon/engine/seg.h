@@ -107,12 +107,17 @@ int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 		uint32_t *rmsn_next);
 
 /*
- * fc_seg_plan of a request that fc_seg_count accepted as it is (the same op, class,
- * list and MTU; the RMSN may differ): its checks are not made a second time. For a
- * caller that checks a request when it takes it and plans it later from its own copy
- * (the RDMA requester: at post, then when the WR starts). Errors: -E2BIG only.
+ * For a caller that builds an op's transactions one at a time, as they go (the RDMA
+ * requester: nothing it keeps of a work request grows with the message, up to
+ * FC_SEG_MSG_MAX bytes). Both take a request that fc_seg_count accepted as it is (the
+ * same op, class, list and MTU; the RMSN may differ) and make none of its checks again.
+ *
+ * fc_seg_count_checked: its number of transactions n (<= 2^31), and in *rmsn_next (may
+ * be NULL) the RMSN counter after it, as fc_seg_plan.
+ * fc_seg_at: transaction k of those n into *out, exactly fc_seg_plan's out[k]. O(num_sge)
+ * (<= FC_SEG_SGE_MAX), no state between calls. Returns 0, or -ERANGE when k >= n.
  */
-int fc_seg_plan_checked(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
-			uint32_t *rmsn_next);
+uint32_t fc_seg_count_checked(const struct fc_seg_req *req, uint32_t *rmsn_next);
+int fc_seg_at(const struct fc_seg_req *req, uint32_t n, uint32_t k, struct fc_seg *out);
 
 #endif
