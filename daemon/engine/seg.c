@@ -128,11 +128,10 @@ static void push_fields(const struct fc_seg_req *req, bool last, uint32_t off,
 {
 	bool send = is_send(req->op), ud = req->cls == FC_RDMA_CLASS_UD;
 
-	if (!send) { /* RETH of this push alone: see seg.h */
+	if (!send) { /* RETH from this push to the message's end: see seg.h */
 		h->reth.va = req->remote_va + off;
 		h->reth.rkey = req->rkey;
-		h->reth.len = (uint32_t)(total - off < req->mtu_bytes ? total - off :
-					 req->mtu_bytes);
+		h->reth.len = (uint32_t)(total - off);
 	}
 	if ((send && !ud) || (last && req->op == FC_SEG_WRITE_IMM))
 		h->rmsn = req->rmsn; /* SETH 8.3.2 */

@@ -12,13 +12,17 @@
  *         send/write counter, advanced by 1 after the message) and OETH = the byte offset
  *         of its first byte in the message (8.3.3).
  *   WRITE MTU-sized pushes as SEND, WRITE opcodes. Every push carries a RETH (6.7: for
- *         out-of-order placement) that describes that push alone: VA = the op's remote
- *         VA + the push's offset, R_Key, length = the push's payload length. (InfiniBand
- *         puts one RETH with the whole DMA length in the FIRST packet; with a RETH per
- *         push, the segment's own length lets the target check exactly the bytes it
- *         places, whatever the arrival order, and the ONLY case is wire_rdma's rule
- *         "RETH length == payload length".) WRITE with Immediate: ImmDt and SETH (the
- *         message's RMSN, which then advances by 1) on the LAST / ONLY push.
+ *         out-of-order placement) that describes the rest of the message from that push
+ *         on: VA = the op's remote VA + the push's offset, R_Key, length = the bytes from
+ *         the push's first byte to the message's end (8.3.1: "the length of the RDMA
+ *         Write operation"). The FIRST push's RETH is thus InfiniBand's, VA and whole DMA
+ *         length, so the target checks the whole range before it places a byte, as an
+ *         InfiniBand responder does; every later push's RETH covers its own bytes and
+ *         everything after, so a range that runs past the region's end is refused on
+ *         every packet, whatever the arrival order. The push's own length is its
+ *         payload's; on the LAST and ONLY push the two agree (wire_rdma's rule for
+ *         ONLY). WRITE with Immediate: ImmDt and SETH (the message's RMSN, which then
+ *         advances by 1) on the LAST / ONLY push.
  *   READ  Pulls cut on the MTU and on the boundaries of the local scatter list (6.7: a
  *         pull never crosses a fragment): each fragment, from its first byte, is cut into
  *         MTU-sized pulls and a shorter rest; zero-length fragments give no pull. Every

@@ -60,7 +60,7 @@ static struct host HS[2];
 #define A (&HS[0])
 #define B (&HS[1])
 static uint64_t now, loss_rng;
-static uint32_t loss_ppm;
+static uint32_t loss_ppm, jitter_us; /* packets lost; extra delay up to (reordering) */
 
 /* what crossed the wire, per sender: Push Data, NACKs, all */
 static uint64_t n_push[2], n_nack[2], n_pkts[2], n_lost;
@@ -102,7 +102,7 @@ static void send_pkt(int from, const uint8_t *b, uint32_t len)
 	}
 	assert_true(nnet < MAXNET);
 	p = &net[nnet++];
-	p->at = now + 5 * US;
+	p->at = now + 5 * US + (jitter_us ? fc_test_rand(&loss_rng) % (jitter_us * US) : 0);
 	p->sent = now;
 	p->seq = nseq++;
 	p->to = 1 - from;
@@ -199,7 +199,7 @@ static int setup(void **state)
 	(void)state;
 	now = 1000;
 	nnet = 0;
-	loss_ppm = 0;
+	loss_ppm = jitter_us = 0;
 	loss_rng = fc_test_seed(0xB16B16) | 1;
 	memset(n_push, 0, sizeof(n_push));
 	memset(n_nack, 0, sizeof(n_nack));
@@ -308,6 +308,13 @@ static void expect_wc(struct host *h, uint32_t cq, uint64_t wr_id, uint8_t statu
 	assert_int_equal(wc.status, status);
 	if (status == FC_WC_SUCCESS && byte_len)
 		assert_int_equal(wc.byte_len, byte_len);
+}
+
+static void expect_no_wc(struct host *h, uint32_t cq)
+{
+	struct fc_rdma_wc wc;
+
+	assert_int_equal(fc_rdma_poll_cq(h->d, cq, &wc, 1), 0);
 }
 
 static void fill(uint8_t *p, uint32_t len, uint32_t seed)
@@ -514,6 +521,83 @@ static void test_big_by_copy(void **state)
 	free(mb.base);
 }
 
+/* ------------------------------------------------------------------------ */
+/* a WRITE's range is checked whole                                          */
+
+#define R_OFF (1u << 20)                /* B's small region: mem[R_OFF, R_OFF + R_LEN) */
+#define R_IOVA 0x900000000ull
+
+/* B registers a region of len bytes (REMOTE_WRITE) over mem[R_OFF...). */
+static uint32_t small_region(uint32_t len)
+{
+	struct fc_mr_keys k;
+
+	assert_int_equal(fc_mr_reg(B->mrs, B->pd, B->mem + R_OFF, R_IOVA, len,
+				   FC_MR_LOCAL_WRITE | FC_MR_REMOTE_WRITE, &k), 0);
+	return k.rkey;
+}
+
+/* The issue's case: a 64 KiB WRITE whose last 8 bytes lie past the region. Before, the
+ * 15 packets in bounds were placed (61,440 bytes) and the WR failed; now the FIRST
+ * packet's RETH names the whole range (as InfiniBand's), every packet's runs to the bad
+ * end, and nothing is placed: in order, and weakly ordered with packets reordered. */
+static void past_end(uint8_t order, uint32_t n)
+{
+	uint32_t qa, qb, rkey = small_region(n - 8);
+
+	rc_pair(0, order, FC_RDMA_MODE_VERBS, &qa, &qb);
+	jitter_us = order == FC_RDMA_ORDER_WEAK ? 40 : 0;
+	fill(A->mem, n, 3);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, n, R_IOVA, rkey), 0);
+	run();
+	expect_wc(A, A->scq, 1, FC_WC_REM_ACCESS_ERR, 0);
+	expect_no_wc(A, A->scq);
+	assert_true(all_zero(B->mem + R_OFF, n));
+	assert_true(n_nack[1] >= 1);
+	assert_int_equal(fc_rdma_qp_state(A->d, qa), FC_RDMA_QPS_ERR);
+}
+
+static void test_write_past_end_strong(void **state)
+{
+	(void)state;
+	past_end(FC_RDMA_ORDER_STRONG, 64u << 10);
+}
+
+static void test_write_past_end_weak(void **state)
+{
+	(void)state;
+	past_end(FC_RDMA_ORDER_WEAK, 64u << 10);
+}
+
+/* The same for a multi-MiB WRITE one byte too long, with loss and reordering. */
+static void test_big_write_past_end(void **state)
+{
+	(void)state;
+	loss_ppm = 10000;
+	past_end(FC_RDMA_ORDER_WEAK, big() + 8);
+}
+
+/* On an ordered connection a WRITE that starts before its region and ends inside is
+ * refused at its FIRST packet, and the message's later packets, whose own ranges are
+ * inside, are refused with it: nothing is placed. */
+static void test_write_before_start_ordered(void **state)
+{
+	uint32_t n = 64u << 10, qa, qb, rkey = small_region(n);
+
+	(void)state;
+	rc_pair(0, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_CIE, &qa, &qb);
+	fill(A->mem, n, 4);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, n, R_IOVA - 8, rkey), 0);
+	run();
+	expect_wc(A, A->scq, 1, FC_WC_REM_ACCESS_ERR, 0);
+	assert_true(all_zero(B->mem + R_OFF, n));
+	/* complete in error: the QP goes on, and the next WRITE in bounds lands whole */
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 2, 0, n, R_IOVA, rkey), 0);
+	run();
+	expect_wc(A, A->scq, 2, FC_WC_SUCCESS, 0);
+	assert_memory_equal(B->mem + R_OFF, A->mem, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +606,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_big_weak, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_qps_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_big_by_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_past_end_strong, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_past_end_weak, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_big_write_past_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_before_start_ordered, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,7 +106,8 @@ static void test_send_four_pushes(void **state)
 	assert_int_equal(next, 42);
 }
 
-/* A WRITE of 3.5 MTU: FIRST, MIDDLE, MIDDLE, LAST, each with a RETH of its own bytes. */
+/* A WRITE of 3.5 MTU: FIRST, MIDDLE, MIDDLE, LAST, each with a RETH from its own first
+ * byte to the message's end (the FIRST's is InfiniBand's: VA and whole DMA length). */
 static void test_write_four_pushes(void **state)
 {
 	static const struct fc_sge sgl[] = { { 0x10000, 1200, 1 }, { 0x90000, 2300, 2 } };
@@ -123,8 +124,8 @@ static void test_write_four_pushes(void **state)
 		assert_int_equal(segs[i].hdr.opcode, op[i]);
 		assert_int_equal(segs[i].hdr.reth.va, 0x7F0000001000ULL + 1000 * i);
 		assert_int_equal(segs[i].hdr.reth.rkey, 0xAABBCCDD);
-		assert_int_equal(segs[i].hdr.reth.len, i < 3 ? 1000 : 500);
-		assert_int_equal(segs[i].len, segs[i].hdr.reth.len);
+		assert_int_equal(segs[i].hdr.reth.len, 3500 - 1000 * i);
+		assert_int_equal(segs[i].len, i < 3 ? 1000 : 500);
 		assert_int_equal(segs[i].hdr.rmsn, 0);
 		assert_int_equal(segs[i].sge, sge[i]);
 		assert_int_equal(segs[i].sge_offset, sge_off[i]);
@@ -229,7 +230,8 @@ static void test_lengths_0_1_mtu_mtu1(void **state)
 	r.op = FC_SEG_WRITE;
 	assert_int_equal(plan(&r, &next), 2);
 	assert_int_equal(segs[0].hdr.opcode, OP_WRITE_FIRST);
-	assert_int_equal(segs[0].hdr.reth.len, 256);
+	assert_int_equal(segs[0].hdr.reth.len, 257); /* the whole write (8.3.1) */
+	assert_int_equal(segs[0].len, 256);
 	assert_int_equal(segs[1].hdr.opcode, OP_WRITE_LAST);
 	assert_int_equal(segs[1].hdr.reth.len, 1);
 	assert_int_equal(segs[1].hdr.reth.va, 0x7F0000001100ULL);
@@ -376,13 +378,13 @@ static void test_2gib_one_at_a_time(void **state)
 	assert_int_equal(fc_seg_at(&r, n, 0, &s), 0);
 	assert_int_equal(s.hdr.opcode, OP_WRITE_FIRST);
 	assert_int_equal(s.hdr.reth.va, 0x7F0000001000ULL);
-	assert_int_equal(s.hdr.reth.len, 4096);
+	assert_int_equal(s.hdr.reth.len, 0x80000000u); /* the whole DMA length, as IB */
 	assert_int_equal(s.len, 4096);
 	assert_int_equal(fc_seg_at(&r, n, 300000, &s), 0);
 	assert_int_equal(s.hdr.opcode, OP_WRITE_MIDDLE);
 	assert_int_equal(s.msg_offset, 300000u * 4096);
 	assert_int_equal(s.sge_offset, 300000u * 4096);
-	assert_int_equal(s.hdr.reth.len, 4096);
+	assert_int_equal(s.hdr.reth.len, 0x80000000u - 300000u * 4096);
 	assert_int_equal(fc_seg_at(&r, n, n - 1, &s), 0);
 	assert_int_equal(s.hdr.opcode, OP_WRITE_LAST);
 	assert_int_equal(s.hdr.reth.len, 4096);
@@ -481,7 +483,7 @@ static void check_plan(const struct fc_seg_req *r, int n, uint32_t next, uint32_
 			PROP(s->hdr.opcode == codes[r->op][kind_of(k, (uint32_t)n)]);
 			PROP(!send || (s->hdr.rmsn == r->rmsn && s->hdr.offset == s->msg_offset));
 			PROP(send || (s->hdr.reth.va == r->remote_va + s->msg_offset &&
-				      s->hdr.reth.len == s->len &&
+				      s->hdr.reth.len == total - s->msg_offset &&
 				      s->hdr.reth.rkey == r->rkey));
 			PROP(s->hdr.rmsn == (send || (last && r->op == FC_SEG_WRITE_IMM) ? r->rmsn
 											 : 0));
