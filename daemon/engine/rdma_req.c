@@ -300,6 +300,7 @@ static void pump_once(struct fc_rdma *d, struct qp *q)
 {
 	while (q->state == FC_RDMA_QPS_RTS && q->sq_issue != q->sq_tail) {
 		struct swqe *w = sq_at(q, q->sq_issue);
+		uint64_t at = q->sq_issue;
 
 		if (w->state != SW_POSTED && w->state != SW_ACTIVE) {
 			q->sq_issue++;
@@ -311,7 +312,8 @@ static void pump_once(struct fc_rdma *d, struct qp *q)
 			wr_start(d, q, w);
 		if (issue_wr(d, q, w) == BLOCKED)
 			return;
-		if (w->issued == w->nseg)
+		/* unless w completed meanwhile and sq_drain moved the cursor past it */
+		if (q->sq_issue == at && w->issued == w->nseg)
 			q->sq_issue++;
 	}
 }
@@ -416,6 +418,13 @@ static void seg_done(struct fc_rdma *d, struct qp *q, uint32_t ri, uint8_t statu
 		w->outstanding--;
 		if (status != FC_WC_SUCCESS)
 			rdma_wr_fail(q, w, seg, status, vendor);
+		/* a failed WRITE or READ sends nothing more (an IB requester stops at a NAK):
+		 * its completion is an error whatever the rest does, and a 2 GiB one would
+		 * otherwise send all its packets to be refused. A message that consumes a
+		 * receive WQE still sends its last packet: the responder completes the WQE
+		 * on it. */
+		if (w->err_seg >= 0 && !consumes_wqe(w->wr.opcode) && w->nseg > w->issued)
+			w->nseg = w->issued;
 		/* verbs: a segment past the QP's timers fails the WR now; its other segments,
 		 * paced behind a small window, would each take a budget more to time out,
 		 * and their answers, should any come, find no WR (wr_by_seq) */

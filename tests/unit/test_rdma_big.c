@@ -63,7 +63,7 @@ static uint64_t now, loss_rng;
 static uint32_t loss_ppm, jitter_us; /* packets lost; extra delay up to (reordering) */
 
 /* what crossed the wire, per sender: Push Data, NACKs, all */
-static uint64_t n_push[2], n_nack[2], n_pkts[2], n_lost;
+static uint64_t n_push[2], n_pull[2], n_nack[2], n_pkts[2], n_lost;
 
 /* ------------------------------------------------------------------------ */
 /* wire                                                                      */
@@ -87,6 +87,8 @@ static void count_pkt(int from, const uint8_t *b, uint32_t len)
 		return;
 	if (f.type == FC_PKT_PUSH_DATA)
 		n_push[from]++;
+	if (f.type == FC_PKT_PULL_REQ)
+		n_pull[from]++;
 	if (f.type == FC_PKT_NACK)
 		n_nack[from]++;
 }
@@ -202,6 +204,7 @@ static int setup(void **state)
 	loss_ppm = jitter_us = 0;
 	loss_rng = fc_test_seed(0xB16B16) | 1;
 	memset(n_push, 0, sizeof(n_push));
+	memset(n_pull, 0, sizeof(n_pull));
 	memset(n_nack, 0, sizeof(n_nack));
 	memset(n_pkts, 0, sizeof(n_pkts));
 	n_lost = 0;
@@ -598,6 +601,31 @@ static void test_write_before_start_ordered(void **state)
 	assert_memory_equal(B->mem + R_OFF, A->mem, n);
 }
 
+/* A multi-MiB WRITE and READ refused at their first packet (a wrong R_Key) stop sending
+ * once the refusal is back (an IB requester stops at a NAK): what went out is what was
+ * in flight, not the whole message. Complete in error: the QP goes on. */
+static void test_failed_big_ops_stop_sending(void **state)
+{
+	uint32_t n = big(), qa, qb, pkts = n / PMTU;
+
+	(void)state;
+	rc_pair(0, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_CIE, &qa, &qb);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, n, IOVA, B->k.rkey ^ 0x100), 0);
+	run();
+	expect_wc(A, A->scq, 1, FC_WC_REM_ACCESS_ERR, 0);
+	assert_true(n_push[0] < pkts / 2);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_READ, 2, 0, n, IOVA, B->k.rkey ^ 0x100), 0);
+	run();
+	expect_wc(A, A->scq, 2, FC_WC_REM_ACCESS_ERR, 0);
+	assert_true(n_pull[0] < pkts / 2);
+	assert_true(all_zero(B->mem, n) && all_zero(A->mem, n));
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 3, 0, 4096, IOVA, B->k.rkey), 0);
+	run();
+	expect_wc(A, A->scq, 3, FC_WC_SUCCESS, 0);
+	print_message("refused %u-packet WRITE: %llu pushes sent; READ: %llu pulls\n", pkts,
+		      (unsigned long long)n_push[0] - 1, (unsigned long long)n_pull[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -610,6 +638,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_past_end_weak, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_big_write_past_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_before_start_ordered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_big_ops_stop_sending, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
