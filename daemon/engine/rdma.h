@@ -464,8 +464,9 @@ int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv
  * the producer's index and the entries: a header changed later changes nothing. A WR
  * read from a ring is client input: it is read once into the engine's own SQ/RQ entry
  * and checked as fc_rdma_post_send / fc_rdma_post_recv check theirs; one they refuse
- * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (in SQ order;
- * receive: on the receive CQ) and the ring moves on. A producer index more than a ring
+ * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (a message above
+ * max_msg_bytes: FC_WC_LOC_LEN_ERR, as verbs; in SQ order; receive: on the receive CQ)
+ * and the ring moves on. A producer index more than a ring
  * ahead of the engine's consumer index (a broken client) takes the QP to the error state
  * and its rings are not read again (-EPROTO). The ring WR of an XRC initiator carries the
  * target's XRC SRQ number where a UD WR has its AH. As verbs: a buffer a WR names must not
