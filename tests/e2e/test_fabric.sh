@@ -83,11 +83,17 @@ grep -q 'type: FI_EP_DGRAM' "$TMP/dgram" && grep -q FI_MSG <<<"$caps" &&
 	{ cat "$TMP/dgram"; e2e_fail "fi_info -p falcon -t FI_EP_DGRAM"; }
 # the limits are the daemon's (falcon_query_device), not the provider's constants: an RDM
 # message or RMA up to falcond's max_msg_size (2^31) in one work request, a datagram up to
-# its MTU less the provider's header, MRs as one context may hold them
-grep -q 'max_msg_size: 2147483648' "$TMP/rdm" && grep -q 'max_msg_size: 4048' "$TMP/dgram" &&
-	grep -q 'mr_cnt: 1024' "$TMP/rdm" &&
-	e2e_ok "fi_info: max_msg_size 2^31 (RDM) and 4048 (DGRAM), mr_cnt 1024: falcond's limits" ||
-	{ grep -E 'max_msg_size|mr_cnt' "$TMP/rdm" "$TMP/dgram"; e2e_fail "fi_info limits"; }
+# its MTU less the provider's 48-byte header, MRs as one context may hold them
+"$E2E_BIN/bigmsg" query "$TD_SOCK_A" >"$TMP/dev" 2>&1
+dev() { grep "^query: $1=" "$TMP/dev" | cut -d= -f2; }
+want_msg=$(dev max_msg_size) want_dgram=$(( $(dev mtu) - 48 ))
+want_mr=$(dev max_mr)
+[ "$(dev max_objects)" -lt "$want_mr" ] && want_mr=$(dev max_objects)
+echo "falcond: max_msg_size $want_msg, mtu $(dev mtu), MRs per context $want_mr"
+[ "$want_msg" = 2147483648 ] && grep -q "max_msg_size: $want_msg\$" "$TMP/rdm" &&
+	grep -q "max_msg_size: $want_dgram\$" "$TMP/dgram" && grep -q "mr_cnt: $want_mr\$" "$TMP/rdm" &&
+	e2e_ok "fi_info: max_msg_size $want_msg (RDM), $want_dgram (DGRAM), mr_cnt $want_mr: falcond's" ||
+	{ cat "$TMP/dev"; grep -E 'max_msg_size|mr_cnt' "$TMP/rdm" "$TMP/dgram"; e2e_fail "fi_info limits"; }
 # shellcheck disable=SC2046
 if env $(fenvx a) fi_info -p falcon -t FI_EP_MSG >/dev/null 2>&1; then
 	e2e_fail "fi_info offers an FI_EP_MSG endpoint"
