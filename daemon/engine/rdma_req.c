@@ -157,8 +157,10 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 		*len = 8;
 	} else {
 		rdma_seg_req_of(d, q, &w->wr, w->rmsn, &r);
-		if (fc_seg_at(&r, w->nseg, k, s))
+		if (fc_seg_at(&r, w->nseg, k, s)) { /* cannot happen: k < nseg */
+			memset(s, 0, sizeof(*s));
 			return -EINVAL;
+		}
 		*len = s->len;
 	}
 	h->dqp = w->dqp;
