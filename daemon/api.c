@@ -50,6 +50,8 @@
 #define OBJS_PER_CLIENT 1024u
 #define RING_ENTRIES_MAX 4096u  /* send / receive rings */
 #define CQ_ENTRIES_MAX 65536u   /* completion rings */
+#define INFLIGHT_MAX 65536u     /* transactions in flight per QP (fc_rdma_qp_init's bound) */
+#define MR_BYTES_MAX (1ull << 40) /* one registration */
 #define PAGE 4096ull
 
 _Static_assert((int)FALCON_WR_SEND == FC_RDMA_WR_SEND &&
@@ -553,7 +555,8 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	const struct fc_api_hello *m = body;
 	struct fc_api_hello_rep rep = {
 		.max_sge = FC_RING_SGE_MAX, .max_ring_entries = RING_ENTRIES_MAX,
-		.max_msg_bytes = 1u << 20, .mtu_bytes = c->a->d->cfg.mtu_bytes,
+		.max_msg_bytes = fc_rdma_get_cfg(fc_node_rdma(c->a->d->node))->max_msg_bytes,
+		.mtu_bytes = c->a->d->cfg.mtu_bytes,
 	};
 
 	int sv[2], rc;
@@ -578,6 +581,32 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	rc = reply(c, h, 0, &rep, sizeof(rep), &sv[1], 1);
 	close(sv[1]);
 	return rc;
+}
+
+/* QUERY_DEVICE: every limit, read from where it is enforced: the engine's tables as the
+ * daemon's configuration sized them, the MR table, this file's own bounds. */
+static int do_query_device(struct client *c, const struct fc_api_hdr *h)
+{
+	struct fc_node *n = c->a->d->node;
+	const struct fc_rdma_cfg *rc = fc_rdma_get_cfg(fc_node_rdma(n));
+	const struct fc_mr_table *mrs = fc_node_mrs(n);
+	struct fc_api_device_rep rep = {
+		.max_msg_bytes = rc->max_msg_bytes, .max_mr_bytes = MR_BYTES_MAX,
+		.mtu_bytes = rc->mtu_bytes, .max_qps = rc->max_qps, .max_conns = rc->max_conns,
+		.max_cqs = rc->max_cqs, .max_cqes = CQ_ENTRIES_MAX,
+		.max_mrs = fc_mr_table_mr_cap(mrs), .max_pds = fc_mr_table_pd_cap(mrs),
+		.max_srqs = rc->max_srqs, .max_ahs = rc->max_ahs,
+		.max_send_wrs = RING_ENTRIES_MAX, .max_recv_wrs = RING_ENTRIES_MAX,
+		.max_srq_wrs = RING_ENTRIES_MAX, .max_send_sge = FC_RING_SGE_MAX,
+		.max_recv_sge = FC_RING_SGE_MAX, .max_srq_sge = FC_RING_SGE_MAX,
+		.max_inflight = INFLIGHT_MAX, .max_objs = OBJS_PER_CLIENT,
+		.max_clients = c->a->d->cfg.max_clients,
+		.atomic_cap = FALCON_ATOMIC_HCA, .atomic_bytes = sizeof(uint64_t),
+		.flags = FALCON_DEVICE_MASKED_ATOMICS | FALCON_DEVICE_SEND_WITH_INV |
+			 FALCON_DEVICE_XRC | FALCON_DEVICE_SRQ,
+	};
+
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
 static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
@@ -692,7 +721,7 @@ static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *b
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (nfds > 1 || !m->len || m->len > (1ull << 40) || m->offset > (1ull << 40) ||
+	if (nfds > 1 || !m->len || m->len > MR_BYTES_MAX || m->offset > MR_BYTES_MAX ||
 	    m->access & ~(uint32_t)FC_MR_ACCESS_ALL)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	if (!nfds)
@@ -882,7 +911,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 		return -EIO; /* nothing of it could complete (falcon.h, falcon_poll_cq) */
 	if ((sends && (!pow2_ok(q->sq_entries, RING_ENTRIES_MAX) ||
 		       q->max_send_sge > FC_RING_SGE_MAX || !q->max_inflight ||
-		       q->max_inflight > 65536)) ||
+		       q->max_inflight > INFLIGHT_MAX)) ||
 	    (recvs && !srq && !pow2_ok(q->rq_entries, RING_ENTRIES_MAX)) ||
 	    q->max_recv_sge > FC_RING_SGE_MAX || q->ordering > FALCON_ORDER_WEAK ||
 	    q->rnr_retry > 7 || q->min_rnr_timer > 31 || q->err_mode > FALCON_ERR_CIE ||
@@ -1408,6 +1437,7 @@ static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsi
 	case FC_API_MODIFY_QP: do_modify_qp(c, h, body); break;
 	case FC_API_CREATE_AH: do_create_ah(c, h, body); break;
 	case FC_API_OPEN_XRCD: do_open_xrcd(c, h); break;
+	case FC_API_QUERY_DEVICE: do_query_device(c, h); break;
 	default: {
 		struct fc_api_handle hd;
 

@@ -385,6 +385,45 @@ API int falcon_close(struct falcon_context *ctx)
 	return 0;
 }
 
+/* The daemon's reply in the public form (every field the reply has). */
+static void device_attr_of(const struct fc_api_device_rep *r, struct falcon_device_attr *a)
+{
+	*a = (struct falcon_device_attr){
+		.max_msg_size = r->max_msg_bytes, .max_mr_size = r->max_mr_bytes,
+		.mtu = r->mtu_bytes, .max_qp = r->max_qps, .max_conn = r->max_conns,
+		.max_cq = r->max_cqs, .max_cqe = r->max_cqes, .max_mr = r->max_mrs,
+		.max_pd = r->max_pds, .max_srq = r->max_srqs, .max_ah = r->max_ahs,
+		.max_send_wr = r->max_send_wrs, .max_recv_wr = r->max_recv_wrs,
+		.max_srq_wr = r->max_srq_wrs, .max_send_sge = r->max_send_sge,
+		.max_recv_sge = r->max_recv_sge, .max_srq_sge = r->max_srq_sge,
+		.max_inflight = r->max_inflight, .max_objects = r->max_objs,
+		.max_clients = r->max_clients, .atomic_cap = r->atomic_cap,
+		.atomic_size = r->atomic_bytes, .flags = r->flags,
+	};
+}
+
+API int falcon_query_device(struct falcon_context *ctx, struct falcon_device_attr *attr)
+{
+	struct fc_api_device_rep rep;
+	struct falcon_device_attr a;
+	size_t size;
+	int rc;
+
+	if (!ctx || !attr || attr->size < sizeof(attr->size))
+		return fail(-EINVAL);
+	size = attr->size;
+	rc = rpc(ctx, FC_API_QUERY_DEVICE, NULL, 0, -1, &rep, sizeof(rep), NULL, 0);
+	if (rc)
+		return fail(rc == -EINVAL ? -EOPNOTSUPP : rc); /* an older daemon's answer */
+	device_attr_of(&rep, &a);
+	a.size = size;
+	/* a caller built against an older header gets its part, a newer one zeros past ours */
+	memcpy(attr, &a, size < sizeof(a) ? size : sizeof(a));
+	if (size > sizeof(a))
+		memset((uint8_t *)attr + sizeof(a), 0, size - sizeof(a));
+	return 0;
+}
+
 /* ---- PD, buffers, MR ---- */
 
 API struct falcon_pd *falcon_alloc_pd(struct falcon_context *ctx)

@@ -256,7 +256,8 @@ struct fc_rdma_cfg {
 	uint32_t mtu_bytes;     /* RDMA payload bytes per transaction (6.7): a multiple of 4,
 				 * >= 64; the txn engine's mtu_bytes must be at least
 				 * mtu_bytes + FC_RDMA_HDR_MAX */
-	uint32_t max_msg_bytes; /* largest message, <= FC_SEG_MSG_MAX */
+	uint32_t max_msg_bytes; /* largest message, <= FC_SEG_MSG_MAX; costs no memory (a
+				 * WR's transactions are made as they go, seg.h fc_seg_at) */
 	uint32_t max_qps;       /* each table: 1 .. 65536 */
 	uint32_t max_cqs, max_srqs, max_ahs, max_conns;
 	uint32_t async_depth;   /* async event ring; more are counted as lost */
@@ -277,7 +278,7 @@ struct fc_rdma_cfg {
 	void *ev_ctx;
 };
 
-/* MTU 4096, messages up to 1 MiB, 256 QPs/CQs/SRQs/AHs, 64 connections, 64 async
+/* MTU 4096, messages up to FC_SEG_MSG_MAX (2 GiB), 256 QPs/CQs/SRQs/AHs, 64 connections, 64 async
  * events, 16 pending responses, 1024 held pulls per connection. */
 void fc_rdma_cfg_default(struct fc_rdma_cfg *cfg);
 
@@ -490,8 +491,9 @@ int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv
  * the producer's index and the entries: a header changed later changes nothing. A WR
  * read from a ring is client input: it is read once into the engine's own SQ/RQ entry
  * and checked as fc_rdma_post_send / fc_rdma_post_recv check theirs; one they refuse
- * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (in SQ order;
- * receive: on the receive CQ) and the ring moves on. A producer index more than a ring
+ * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (a message above
+ * max_msg_bytes: FC_WC_LOC_LEN_ERR, as verbs; in SQ order; receive: on the receive CQ)
+ * and the ring moves on. A producer index more than a ring
  * ahead of the engine's consumer index (a broken client) takes the QP to the error state
  * and its rings are not read again (-EPROTO). The ring WR of an XRC initiator carries the
  * target's XRC SRQ number where a UD WR has its AH. As verbs: a buffer a WR names must not
@@ -541,6 +543,8 @@ int fc_rdma_srq_doorbell(struct fc_rdma *d, uint32_t srqn);
 /* The oldest async event: 0 and *ev, or -EAGAIN (none). */
 int fc_rdma_get_async_event(struct fc_rdma *d, struct fc_rdma_async_event *ev);
 const struct fc_rdma_counters *fc_rdma_counters(const struct fc_rdma *d);
+/* The configuration the layer was made with: its limits (tables, MTU, message size). */
+const struct fc_rdma_cfg *fc_rdma_get_cfg(const struct fc_rdma *d);
 /* WRs posted and not yet completed, receive WQEs posted and not yet completed. -ENOENT
  * for no such QP. */
 int fc_rdma_qp_sq_outstanding(const struct fc_rdma *d, uint32_t qpn);

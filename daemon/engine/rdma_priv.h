@@ -222,9 +222,6 @@ struct fc_rdma {
 	uint32_t dq_total;         /* answers kept in the connections' dq */
 	uint8_t running_deferred;
 	uint32_t rec_gen;
-	struct fc_seg *plan;       /* segment plan of one WR, cached by (QP, WR) */
-	uint32_t plan_cap, plan_n, plan_qp;
-	uint64_t plan_seq;
 	uint8_t *pkt;              /* a request being built */
 	uint8_t *resp;             /* a response being built */
 	uint8_t *staging;          /* a READ's source reached by copy (mr.h ops), pkt_cap */

@@ -145,7 +145,7 @@ static void rec_reset(struct qp *q)
 }
 
 /* Back to RESET: every WQE dropped without completion, sequence counters restart. */
-static void qp_reset(struct fc_rdma *d, struct qp *q)
+static void qp_reset(struct qp *q)
 {
 	for (uint64_t i = q->sq_head; i != q->sq_tail; i++)
 		rdma_swqe_settle(sq_at(q, i));
@@ -164,8 +164,6 @@ static void qp_reset(struct fc_rdma *d, struct qp *q)
 	q->w_err = 0;
 	q->err_stop = q->fence_next = 0;
 	q->state = FC_RDMA_QPS_RESET;
-	if (d->plan_qp == (uint32_t)(q - d->qp))
-		d->plan_qp = NONE;
 }
 
 static void qp_free_mem(struct qp *q)
@@ -351,7 +349,7 @@ int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32
 	q->max_send_sge = a->max_send_sge;
 	qp_conn_timeout(q);
 	qp_take_refs(d, q, 1);
-	qp_reset(d, q);
+	qp_reset(q);
 	*qpn = q->num;
 	return 0;
 }
@@ -362,7 +360,7 @@ int fc_rdma_qp_destroy(struct fc_rdma *d, uint32_t qpn)
 
 	if (!q)
 		return -ENOENT;
-	qp_reset(d, q);
+	qp_reset(q);
 	qp_take_refs(d, q, 0);
 	qp_free_mem(q);
 	q->used = 0;
@@ -380,7 +378,7 @@ int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_a
 		return -EINVAL;
 	to = attr->state;
 	if (to == FC_RDMA_QPS_RESET) {
-		qp_reset(d, q);
+		qp_reset(q);
 	} else if (to == FC_RDMA_QPS_ERR) {
 		qp_enter_err(d, q, 0);
 	} else if (to == FC_RDMA_QPS_INIT && q->state == FC_RDMA_QPS_RESET) {

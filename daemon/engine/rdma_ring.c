@@ -107,8 +107,10 @@ int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq
 	return 0;
 }
 
-/* A WR of the ring the post checks refused: it completes in error, in SQ order. */
-static void sq_fail_wr(struct fc_rdma *d, struct qp *q, uint64_t wr_id, uint8_t opcode)
+/* A WR of the ring the post checks refused with err: it completes in error, in SQ order:
+ * LOC_LEN_ERR for a message above the limit (-EMSGSIZE, as verbs), else LOC_QP_OP_ERR. */
+static void sq_fail_wr(struct fc_rdma *d, struct qp *q, uint64_t wr_id, uint8_t opcode,
+		       int err)
 {
 	struct swqe *w = sq_at(q, q->sq_tail);
 
@@ -127,7 +129,7 @@ static void sq_fail_wr(struct fc_rdma *d, struct qp *q, uint64_t wr_id, uint8_t 
 	w->state = SW_POSTED;
 	d->cnt.ring_bad_wr++;
 	rdma_wr_fail(q, w, 0, q->state == FC_RDMA_QPS_ERR ? FC_WC_WR_FLUSH_ERR :
-			      FC_WC_LOC_QP_OP_ERR, 0);
+			      err == -EMSGSIZE ? FC_WC_LOC_LEN_ERR : FC_WC_LOC_QP_OP_ERR, 0);
 	rdma_wr_finish(d, q, w);
 }
 
@@ -187,7 +189,7 @@ static int take_sq(struct fc_rdma *d, uint32_t qpn, struct qp *q, uint64_t now_n
 		if (rc == -EAGAIN)
 			break; /* cannot happen: room was checked */
 		if (rc)
-			sq_fail_wr(d, q, wr.wr_id, wr.opcode);
+			sq_fail_wr(d, q, wr.wr_id, wr.opcode, rc);
 		store_idx(&h->cons, ++q->usq_cons);
 		if (!qp_get(d, qpn) || q->ubroken)
 			break;

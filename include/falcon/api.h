@@ -65,6 +65,7 @@ enum fc_api_type {
 	FC_API_DESTROY_AH,
 	FC_API_OPEN_XRCD,
 	FC_API_CLOSE_XRCD,
+	FC_API_QUERY_DEVICE,   /* the daemon's limits (struct fc_api_device_rep) */
 	FC_API_TYPE_END
 };
 
@@ -86,6 +87,24 @@ struct fc_api_hello {
 };
 struct fc_api_hello_rep {
 	uint32_t max_sge, max_ring_entries, max_msg_bytes, mtu_bytes;
+};
+
+/* QUERY_DEVICE (no body): every limit of the daemon as its configuration and tables set
+ * them (falcon_query_device). A daemon that predates it answers -EINVAL. */
+struct fc_api_device_rep {
+	uint64_t max_msg_bytes;    /* bytes per SEND / WRITE / READ work request */
+	uint64_t max_mr_bytes;     /* bytes one REG_MR may cover */
+	uint32_t mtu_bytes;        /* RDMA payload per packet (a UD SEND's bound) */
+	uint32_t max_qps, max_conns, max_cqs, max_cqes, max_mrs, max_pds, max_srqs, max_ahs;
+	uint32_t max_send_wrs, max_recv_wrs, max_srq_wrs; /* ring entries */
+	uint32_t max_send_sge, max_recv_sge, max_srq_sge;
+	uint32_t max_inflight;     /* transactions in flight per QP */
+	uint32_t max_objs;         /* objects per client (all kinds together) */
+	uint32_t max_clients;      /* client processes */
+	uint32_t atomic_cap;       /* enum falcon_atomic_cap */
+	uint32_t atomic_bytes;     /* an atomic's operand */
+	uint32_t flags;            /* FALCON_DEVICE_* */
+	uint32_t pad;
 };
 
 /* PD, MR and CQ handles, listener and QP handles: client-local numbers. */
@@ -244,6 +263,7 @@ _Static_assert(sizeof(struct fc_api_query_qp_rep) == 16, "query_qp reply");
 _Static_assert(sizeof(struct fc_api_create_ah) == 40, "create_ah");
 _Static_assert(sizeof(struct fc_api_create_srq_rep) == 16, "create_srq reply");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
+_Static_assert(sizeof(struct fc_api_device_rep) == 104, "device reply");
 
 /* Body size of a request of type t (0 for an unknown type). */
 static inline uint32_t fc_api_req_body(uint16_t t)
@@ -261,6 +281,7 @@ static inline uint32_t fc_api_req_body(uint16_t t)
 	case FC_API_DESTROY_AH:
 	case FC_API_CLOSE_XRCD: return sizeof(struct fc_api_handle);
 	case FC_API_OPEN_XRCD: return 0;
+	case FC_API_QUERY_DEVICE: return 0;
 	case FC_API_CREATE_QP: return sizeof(struct fc_api_qp_attr);
 	case FC_API_MODIFY_QP: return sizeof(struct fc_api_modify_qp);
 	case FC_API_CREATE_AH: return sizeof(struct fc_api_create_ah);

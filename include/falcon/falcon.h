@@ -86,6 +86,58 @@ struct falcon_context *falcon_open(const char *socket_path);
 /* Close everything the context holds (QPs, CQs, MRs, PDs, buffers) and the context. */
 int falcon_close(struct falcon_context *ctx);
 
+enum falcon_atomic_cap { /* = enum ibv_atomic_cap */
+	FALCON_ATOMIC_NONE = 0,
+	FALCON_ATOMIC_HCA = 1,     /* atomic with respect to every other RDMA atomic the
+				      daemon runs, not to the CPU's own atomics */
+	FALCON_ATOMIC_GLOB = 2,
+};
+
+#define FALCON_DEVICE_MASKED_ATOMICS 0x1u /* masked CmpSwap / FetchAdd (RFC 7306) */
+#define FALCON_DEVICE_SEND_WITH_INV 0x2u  /* SEND with Invalidate, remote invalidation */
+#define FALCON_DEVICE_XRC 0x4u            /* XRC QPs and domains */
+#define FALCON_DEVICE_SRQ 0x8u            /* shared receive queues */
+
+/* What the daemon holds, as its configuration sets it: verbs' ibv_query_device and
+ * ibv_query_port in one. Counts of objects (max_qp ... max_ah) are the daemon's whole
+ * tables, shared by all its clients; a context may also hold at most max_objects objects
+ * of all kinds together. Fields added later go at the end: the library writes only the
+ * first size bytes, and zeroes what a daemon too old to report leaves unknown. */
+struct falcon_device_attr {
+	size_t size;               /* sizeof(struct falcon_device_attr), set by the caller */
+	uint64_t max_msg_size;     /* bytes per SEND, WRITE (with immediate) or READ work
+				      request: the sum of its SGE lengths (2^31 unless the
+				      daemon was told less). UD SENDs: at most mtu */
+	uint64_t max_mr_size;      /* bytes one falcon_reg_mr may cover */
+	uint32_t mtu;              /* RDMA payload bytes per packet (--mtu) */
+	uint32_t max_qp;           /* QPs of all types */
+	uint32_t max_conn;         /* Falcon connections between daemons: one per connected
+				      RC / XRC QP pair, one per peer daemon of address handles */
+	uint32_t max_cq;
+	uint32_t max_cqe;          /* completions one CQ holds (falcon_create_cq's cqe) */
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_srq;
+	uint32_t max_ah;
+	uint32_t max_send_wr;      /* send ring entries per QP (max_send_wr of the attr) */
+	uint32_t max_recv_wr;      /* receive ring entries per QP */
+	uint32_t max_srq_wr;       /* receive WRs per SRQ */
+	uint32_t max_send_sge;     /* SGEs per send WR */
+	uint32_t max_recv_sge;     /* SGEs per receive WR */
+	uint32_t max_srq_sge;
+	uint32_t max_inflight;     /* transactions in flight per QP (qp_init_attr's) */
+	uint32_t max_objects;      /* objects one context may hold, every kind counted */
+	uint32_t max_clients;      /* client processes (contexts) of the daemon */
+	uint32_t atomic_cap;       /* enum falcon_atomic_cap */
+	uint32_t atomic_size;      /* bytes of an atomic's operand and result (8) */
+	uint32_t flags;            /* FALCON_DEVICE_* */
+};
+
+/* Fill attr (attr->size set by the caller; at most that many bytes written) with the
+ * limits of the daemon ctx talks to. 0, or -EINVAL (NULL, size smaller than the size
+ * field), -EOPNOTSUPP (a daemon that predates the request), -ENOTCONN (daemon gone). */
+int falcon_query_device(struct falcon_context *ctx, struct falcon_device_attr *attr);
+
 /* ---- protection domains and memory ---- */
 
 struct falcon_pd *falcon_alloc_pd(struct falcon_context *ctx);
@@ -517,6 +569,12 @@ struct falcon_recv_wr {
  * is posted and will complete exactly once (while falcond runs: a WR completes into a
  * CQ that has room for it, see falcon_poll_cq's -EOVERFLOW). The daemon is woken only
  * when it sleeps.
+ *
+ * A SEND, WRITE or READ carries up to max_msg_size bytes (falcon_query_device; 2^31 by
+ * default), the sum of its SGE lengths, in one WR: the daemon segments it. A longer one
+ * completes FALCON_WC_LOC_LEN_ERR. A WRITE is checked against the peer's region for its
+ * whole length first: one that runs past it completes FALCON_WC_REM_ACCESS_ERR and
+ * writes nothing.
  *
  * falcond gone: the post calls (falcon_post_send, falcon_post_recv, falcon_post_srq_recv)
  * return -ENOTCONN once the library knows that the daemon has gone. It knows it when any

@@ -1559,8 +1559,8 @@ static void test_cie_mode_continues(void **state)
 	(void)state;
 	rc_pair(0, FC_RDMA_ORDER_WEAK, FC_RDMA_MODE_CIE, &qa, &qb);
 	fill(A, 0, 3000, 1);
-	/* a WRITE running off the end of B's region: the pushes inside it may land,
-	 * the WR fails; the QP goes on */
+	/* a WRITE running off the end of B's region: refused whole (every push's RETH
+	 * runs to the bad end, seg.h), nothing placed, the WR fails; the QP goes on */
 	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, 3000, IOVA + MEM - 2048, B->k.rkey), 0);
 	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 2, 0, 3000, IOVA + 100, B->k.rkey), 0);
 	run();
@@ -1573,7 +1573,52 @@ static void test_cie_mode_continues(void **state)
 	assert_int_equal(wc.status, FC_WC_SUCCESS);
 	assert_memory_equal(B->mem + 100, A->mem, 3000);
 	assert_int_equal(fc_rdma_qp_state(A->d, qa), FC_RDMA_QPS_RTS);
-	assert_int_equal(count_log(1, FC_PKT_NACK, FC_NACK_CIE), 1); /* the third push */
+	assert_int_equal(count_log(1, FC_PKT_NACK, FC_NACK_CIE), 3); /* every push */
+	for (uint32_t i = MEM - 2048; i < MEM; i++)
+		assert_int_equal(B->mem[i], 0);
+}
+
+/* Complete in error: a WR that fails on its own list when it starts (its source region
+ * went while it waited behind a QP with one transaction in flight) completes
+ * LOC_PROT_ERR at once, and the WR posted after it still goes (the send pump used to
+ * step past it when the failed WR completed inside the pump). */
+static void test_cie_local_failure_next_wr_goes(void **state)
+{
+	struct fc_rdma_qp_init a;
+	struct fc_rdma_wc wc;
+	struct fc_mr_keys k2;
+	struct fc_sge s2;
+	struct fc_rdma_send_wr wr;
+	uint32_t qa, qb;
+
+	(void)state;
+	conn_pair(0, 1, 0);
+	qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_CIE, 0);
+	a.max_inflight = 1;
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qa), 0);
+	qp_init(B, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_CIE, 0);
+	assert_int_equal(fc_rdma_qp_create(B->d, &a, &qb), 0);
+	to_rts(A, qa, qb);
+	to_rts(B, qb, qa);
+	assert_int_equal(fc_mr_reg(A->mrs, A->pd, A->mem + 32768, IOVA + MEM, 4096,
+				   FC_MR_ACCESS_ALL, &k2), 0);
+	fill(A, 0, 100, 3);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, 100, IOVA, B->k.rkey), 0);
+	s2 = (struct fc_sge){ .addr = IOVA + MEM, .len = 100, .lkey = k2.lkey };
+	wr = (struct fc_rdma_send_wr){ .wr_id = 2, .opcode = FC_RDMA_WR_WRITE, .num_sge = 1,
+				       .sgl = &s2, .remote_addr = IOVA + 1000, .rkey = B->k.rkey };
+	assert_int_equal(fc_rdma_post_send(A->d, qa, &wr, now), 0);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 3, 0, 100, IOVA + 200, B->k.rkey), 0);
+	assert_int_equal(fc_mr_dereg(A->mrs, A->pd, k2.lkey), 0);
+	run();
+	for (uint64_t i = 1; i <= 3; i++) {
+		assert_int_equal(poll1(A, A->scq, &wc), 1);
+		assert_int_equal(wc.wr_id, i);
+		assert_int_equal(wc.status, i == 2 ? FC_WC_LOC_PROT_ERR : FC_WC_SUCCESS);
+	}
+	assert_memory_equal(B->mem + 200, A->mem, 100);
+	assert_int_equal(B->mem[1000], 0); /* the failed WR sent nothing */
+	assert_int_equal(fc_rdma_qp_state(A->d, qa), FC_RDMA_QPS_RTS);
 }
 
 /* Receive-side errors (mr.h table, RECV site): a bad L_Key in the part of the list the
@@ -1870,6 +1915,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_invalidate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verbs_mode_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cie_mode_continues, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cie_local_failure_next_wr_goes, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_recv_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_length, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_solicited_event, setup, teardown),
