@@ -31,7 +31,8 @@
 #include "rue_thread.h"
 #include "xdp_load.h"
 
-#define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types, boot ids */
+#define FD_CM_VERSION 3u /* 2: connection kinds (bind, ah), QP types, boot ids; 3: a WRITE
+			  * packet's RETH names the rest of its message (issue 21) */
 /* CM feature bits (the hello of every CM message): what a daemon supports and what it
  * requires of its peer. None are defined by this version but the room is the point: the
  * security issue adds PSP and its ciphers. */

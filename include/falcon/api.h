@@ -36,8 +36,10 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define FC_API_VERSION 4u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC;
-				 * 4: verbs' QP timers (timeout, retry_cnt) */
+#define FC_API_VERSION 5u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC;
+				 * 4: verbs' QP timers (timeout, retry_cnt); 5: the event
+				 * socket in HELLO's reply, QUERY_DEVICE, the ring's status
+				 * word (issue 21) */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
 #define FC_API_EVENT 0x100u    /* the type of the event socket's messages (no request) */
