@@ -124,6 +124,8 @@ $(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 # unit tests of daemon modules outside the node library link their objects
 $(BUILD)/tests/unit/test_hs: $(BUILD)/daemon/hs.o
 $(BUILD)/tests/unit/test_hs: UNIT_EXTRA := $(BUILD)/daemon/hs.o
+$(BUILD)/tests/unit/test_log: $(BUILD)/daemon/log.o
+$(BUILD)/tests/unit/test_log: UNIT_EXTRA := $(BUILD)/daemon/log.o
 # and so do those of falconctl's modules (cli/)
 $(BUILD)/tests/unit/test_plot: $(BUILD)/cli/plot.o
 $(BUILD)/tests/unit/test_plot: UNIT_EXTRA := $(BUILD)/cli/plot.o

@@ -142,6 +142,7 @@ struct fd_daemon {
 	int busy_poll_rc;             /* the data sockets' busy-poll options: 0 or -errno */
 	ev_signal sig_w[3];           /* SIGINT, SIGTERM: stop; SIGHUP: reload */
 	ev_timer fault_w;             /* releases frames the fault layer holds */
+	ev_timer log_w;               /* writes the counts of repeated log lines (log.h) */
 	ev_timer notify_w;            /* systemd status and watchdog (notify.h) */
 	struct fd_rue_thread *rue_th; /* Swift/PLB in their thread (NULL: inline or off) */
 	ev_io rue_w;                  /* its results' eventfd */
