@@ -270,6 +270,10 @@ const struct fc_hs_key *fd_sec_identity(const struct fd_sec *s);
 struct fc_hs_peers *fd_sec_allow(struct fd_sec *s);
 struct fc_encap_psp *fd_sec_psp(struct fd_sec *s);
 uint8_t fd_sec_cipher(const struct fd_sec *s);
+/* A configured peer's CM address, "ADDRESS:PORT" (IPv4, or IPv6 in brackets), into a
+ * socket address. Returns 0 or -EINVAL (not that form). The config parser checks each
+ * --peer with it, so that a bad one is refused with its FILE:LINE. */
+int fd_sec_parse_cm_addr(const char *s, struct fc_peer_addr *out);
 /* The configured key of the peer whose CM is at sa, else NULL. */
 const uint8_t *fd_sec_key_of(const struct fd_sec *s, const struct sockaddr *sa, socklen_t len);
 /* Session sess (a CM peer slot) reaches node peer node_peer: its SPIs are that peer's
