@@ -210,6 +210,21 @@ static int reply(struct client *c, const struct fc_api_hdr *req, int status, con
 	return fc_api_send(c->fd, buf, sizeof(*h) + len, fds, nfds, MSG_DONTWAIT);
 }
 
+/* An error reply with the CM's sentence on it (api.h, FC_API_WHY_MAX): why the peer
+ * refused, or what did not answer. */
+static int reply_why(struct client *c, const struct fc_api_hdr *req, int status)
+{
+	const char *why = fd_cm_why(c->a->d->cm);
+	size_t n = strnlen(why, FC_API_WHY_MAX - 1);
+	char body[FC_API_WHY_MAX];
+
+	if (!n)
+		return reply(c, req, status, NULL, 0, NULL, 0);
+	memcpy(body, why, n);
+	body[n] = 0;
+	return reply(c, req, status, body, (uint32_t)n + 1, NULL, 0);
+}
+
 /* A memfd of bytes, mapped here, sealed so that the client can neither shrink nor grow
  * it (a shrunk mapping would fault in the daemon). */
 static int shared_mem(const char *name, size_t bytes, void **map)
@@ -653,7 +668,7 @@ static void qp_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	if (status) {
 		o->u.qp.cm_id = 0; /* the CM has freed its record */
 		qp_release(c->a, o); /* also ends the pending count */
-		reply(c, &h, status, NULL, 0, NULL, 0);
+		reply_why(c, &h, status);
 		return;
 	}
 	c->pending--;
@@ -991,7 +1006,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 		if (!t)
 			o->u.ah.cm_id = 0; /* the CM has freed its record */
 		ah_release(c->a, o);
-		reply(c, &h, status, NULL, 0, NULL, 0);
+		reply_why(c, &h, status);
 		return;
 	}
 	c->pending--;
@@ -1000,38 +1015,47 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	reply(c, &h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
-static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void *body)
+/* CREATE_AH: an AH of pd_h to the daemon whose CM is at ss. */
+static int ah_start(struct client *c, const struct fc_api_hdr *h, uint32_t pd_h,
+		    const struct sockaddr_storage *ss, socklen_t len, int32_t timeout_ms)
 {
-	const struct fc_api_create_ah *m = body;
-	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
-	struct sockaddr_storage ss;
+	struct obj *pd = obj_get(c, pd_h, OBJ_PD), *o;
 	uint32_t handle;
 	int64_t id;
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (!m->addr_len || m->addr_len > sizeof(m->addr) || m->pad[0] || m->pad[1] || m->pad[2])
-		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	if (c->pending >= 16)
 		return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
 	if (!(o = obj_new(c, OBJ_AH, &handle)))
 		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
-	o->u.ah.pd_h = m->pd;
+	o->u.ah.pd_h = pd_h;
 	o->u.ah.seq = h->seq;
 	pd->refs++;
 	c->pending++;
-	memset(&ss, 0, sizeof(ss));
-	memcpy(&ss, m->addr, m->addr_len);
-	id = fd_cm_ah(c->a->d->cm, (struct sockaddr *)&ss, m->addr_len, m->timeout_ms, ah_done, o);
+	id = fd_cm_ah(c->a->d->cm, (const struct sockaddr *)ss, len, timeout_ms, ah_done, o);
 	if (id < 0) {
 		ah_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	o->u.ah.cm_id = id;
 	if (fd_cm_conn(c->a->d->cm, id)) /* the peer's connection is open already: shared */
 		ah_done(o, 0, 0, 0);
 	return 0; /* the reply comes from ah_done */
 }
+
+static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_ah *m = body;
+	struct sockaddr_storage ss;
+
+	if (!m->addr_len || m->addr_len > sizeof(m->addr) || m->pad[0] || m->pad[1] || m->pad[2])
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, m->addr, m->addr_len);
+	return ah_start(c, h, m->pd, &ss, m->addr_len, m->timeout_ms);
+}
+
 
 static int do_open_xrcd(struct client *c, const struct fc_api_hdr *h)
 {
@@ -1069,7 +1093,7 @@ static int do_connect(struct client *c, const struct fc_api_hdr *h, const void *
 	if (id < 0) {
 		o->u.qp.cm_id = 0;
 		qp_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	o->u.qp.cm_id = id;
 	return 0; /* the reply comes from qp_done */
@@ -1095,7 +1119,7 @@ static int do_accept(struct client *c, const struct fc_api_hdr *h, const void *b
 	if (id < 0) {
 		o->u.qp.cm_id = 0;
 		qp_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	if (o->type == OBJ_QP && o->u.qp.cm_id == -1)
 		o->u.qp.cm_id = id;

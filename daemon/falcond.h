@@ -33,9 +33,9 @@
 
 #define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types, boot ids */
 /* CM feature bits (the hello of every CM message): what a daemon supports and what it
- * requires of its peer. None are defined by this version but the room is the point: the
- * security issue adds PSP and its ciphers. */
-#define FD_CM_F_ALL 0u
+ * requires of its peer. */
+#define FD_CM_F_MRA 0x1u /* answers a REQ it holds (backlog) with MRA: its silence means down */
+#define FD_CM_F_ALL FD_CM_F_MRA
 
 /* Swift's targets for a software path: the delay a daemon measures (t4 - t1 less the
  * peer's hold) includes socket queues and scheduling, tens of microseconds even when
@@ -236,6 +236,11 @@ unsigned fd_cm_forget_identity(struct fd_cm *cm, const uint8_t pub[32]);
  * QP's timers; the QP is in the error state): tell the peer (DREQ), whose QP then goes to
  * the error state too and flushes, as a closing one does. */
 void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid);
+/* Why the CM's last failure failed, in a sentence that names the peer ("127.0.0.1:7473
+ * refused our handshake: our key is not on its allow-list"): valid in a done callback
+ * with status < 0 and after a negative return of fd_cm_connect, _bind, _ah, _accept,
+ * until the CM's next call; "" when it has nothing to add. */
+const char *fd_cm_why(const struct fd_cm *cm);
 /* The open Falcon connection of an established id, else NULL. */
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id);
 /* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */

@@ -12,6 +12,13 @@
  * echoes the request's); CONNECT and ACCEPT reply when the connection is set up or has
  * failed, which may take seconds.
  *
+ * Error replies (status < 0) may carry a body: a sentence saying why, naming what it
+ * concerns (the peer daemon that refused a connection and its reason, e.g.
+ * "192.0.2.7:7471 refused: our key is not on its allow-list"), printable ASCII,
+ * NUL-terminated, at most FC_API_WHY_MAX bytes with the NUL. Clients hand it to the
+ * program (falcon_error_detail) or ignore it; a client that checks an error reply's size
+ * is wrong to. CONNECT, ACCEPT and CREATE_AH errors have one.
+ *
  * Everything a client sends is input to the daemon: a message of the wrong size, an
  * unknown type or version, a handle that is not the client's own gets an error reply
  * (status = -errno) or, for a broken header, the client's disconnection. Handles are per
@@ -31,6 +38,7 @@
 				 * 4: verbs' QP timers (timeout, retry_cnt) */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
+#define FC_API_WHY_MAX 200u    /* an error reply's sentence, its NUL included */
 
 enum fc_api_type {
 	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd */
