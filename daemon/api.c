@@ -103,6 +103,7 @@ struct obj {
 			int64_t cm_id;
 			uint32_t ahn, pd_h, seq;
 			uint8_t ready;
+			uint16_t req_type; /* CREATE_AH or CREATE_AH_SRC, for the reply */
 		} ah;
 		struct {
 			int64_t cm_id;  /* the CM's record: connection (or binding) */
@@ -991,7 +992,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 {
 	struct obj *o = ctx;
 	struct client *c = o->c;
-	struct fc_api_hdr h = { .type = FC_API_CREATE_AH, .seq = o->u.ah.seq };
+	struct fc_api_hdr h = { .type = o->u.ah.req_type, .seq = o->u.ah.seq };
 	struct fc_api_create_ah_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16 };
 	struct obj *pd = obj_get(c, o->u.ah.pd_h, OBJ_PD);
 	struct fc_txn *t = status ? NULL : fd_cm_conn(c->a->d->cm, o->u.ah.cm_id);
@@ -1015,7 +1016,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	reply(c, &h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
-/* CREATE_AH: an AH of pd_h to the daemon whose CM is at ss. */
+/* CREATE_AH and CREATE_AH_SRC: an AH of pd_h to the daemon whose CM is at ss. */
 static int ah_start(struct client *c, const struct fc_api_hdr *h, uint32_t pd_h,
 		    const struct sockaddr_storage *ss, socklen_t len, int32_t timeout_ms)
 {
@@ -1031,6 +1032,7 @@ static int ah_start(struct client *c, const struct fc_api_hdr *h, uint32_t pd_h,
 		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
 	o->u.ah.pd_h = pd_h;
 	o->u.ah.seq = h->seq;
+	o->u.ah.req_type = h->type;
 	pd->refs++;
 	c->pending++;
 	id = fd_cm_ah(c->a->d->cm, (const struct sockaddr *)ss, len, timeout_ms, ah_done, o);
@@ -1056,6 +1058,21 @@ static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void
 	return ah_start(c, h, m->pd, &ss, m->addr_len, m->timeout_ms);
 }
 
+/* CREATE_AH_SRC: the sender of a UD completion (src_id = 1 + the node's peer index) is
+ * found by the CM, which knows the CM address of each data peer it set up a connection
+ * with. */
+static int do_create_ah_src(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_ah_src *m = body;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (m->pad)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (!m->src_id || fd_cm_peer_cm_addr(c->a->d->cm, m->src_id - 1, &ss, &len))
+		return reply_why(c, h, -ENOENT);
+	return ah_start(c, h, m->pd, &ss, len, m->timeout_ms);
+}
 
 static int do_open_xrcd(struct client *c, const struct fc_api_hdr *h)
 {
@@ -1249,6 +1266,7 @@ static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsi
 	case FC_API_CREATE_QP: do_create_qp(c, h, body); break;
 	case FC_API_MODIFY_QP: do_modify_qp(c, h, body); break;
 	case FC_API_CREATE_AH: do_create_ah(c, h, body); break;
+	case FC_API_CREATE_AH_SRC: do_create_ah_src(c, h, body); break;
 	case FC_API_OPEN_XRCD: do_open_xrcd(c, h); break;
 	default: {
 		struct fc_api_handle hd;

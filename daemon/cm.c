@@ -198,6 +198,7 @@ struct cm_peer {
 	uint64_t last_seen_ns;    /* its last message of any kind (REJ, MRA, handshake) */
 	uint32_t conns;
 	uint64_t rejects;
+	uint8_t has_node_peer;    /* node_peer names its data address (a connection was set up) */
 };
 
 struct cm_rec {
@@ -684,15 +685,22 @@ static int peer_data(struct cm_rec *r)
 {
 	struct sockaddr_storage ss = r->cm_addr;
 	struct fc_peer_addr pa;
+	struct cm_peer *p;
 	int rc;
 
 	if (ss.ss_family == AF_INET)
 		((struct sockaddr_in *)&ss)->sin_port = htons(r->peer_data_port);
 	else
 		((struct sockaddr_in6 *)&ss)->sin6_port = htons(r->peer_data_port);
-	if ((rc = fc_io_udp_peer_addr((struct sockaddr *)&ss, r->cm_len, &pa)))
+	if ((rc = fc_io_udp_peer_addr((struct sockaddr *)&ss, r->cm_len, &pa)) ||
+	    (rc = fc_node_peer_add(r->cm->d->node, &pa, &r->node_peer)))
 		return rc;
-	return fc_node_peer_add(r->cm->d->node, &pa, &r->node_peer);
+	/* who a UD completion's src_id names (fd_cm_peer_cm_addr); psp: hs_take's already */
+	if ((p = peer_of(r->cm, &r->cm_addr, r->cm_len, 1)) && !is_psp(r->cm)) {
+		p->node_peer = r->node_peer;
+		p->has_node_peer = 1;
+	}
+	return 0;
 }
 
 static void established(struct cm_rec *r)
@@ -1447,6 +1455,7 @@ static int hs_take(struct fd_cm *cm, struct cm_peer *p, const struct fc_hs_peer_
 				      m->payload + 8)))
 		return rc;
 	fd_sec_bind(cm->d->sec, sess_of(cm, p), p->node_peer);
+	p->has_node_peer = 1;
 	boot = be64toh(boot);
 	if (p->boot_id && boot && boot != p->boot_id)
 		peer_restarted(cm, p, &p->cm, p->cm_len, "restarted (a new boot id)");
@@ -2461,6 +2470,20 @@ int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, i
 	r->ah_refs = 1;
 	ini_send(r);
 	return id;
+}
+
+int fd_cm_peer_cm_addr(struct fd_cm *cm, uint32_t node_peer, struct sockaddr_storage *ss,
+		       socklen_t *len)
+{
+	for (uint32_t i = 0; i < cm->npeers; i++)
+		if (cm->peers[i].has_node_peer && cm->peers[i].node_peer == node_peer) {
+			memcpy(ss, &cm->peers[i].cm, cm->peers[i].cm_len);
+			*len = cm->peers[i].cm_len;
+			return 0;
+		}
+	set_why(cm, "no daemon with number %u (a UD completion's src_id) is known here: of "
+		"another falcond, or of one before a restart", node_peer + 1);
+	return -ENOENT;
 }
 
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id)

@@ -239,8 +239,13 @@ void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid);
 /* Why the CM's last failure failed, in a sentence that names the peer ("127.0.0.1:7473
  * refused our handshake: our key is not on its allow-list"): valid in a done callback
  * with status < 0 and after a negative return of fd_cm_connect, _bind, _ah, _accept,
- * until the CM's next call; "" when it has nothing to add. */
+ * fd_cm_peer_cm_addr, until the CM's next call; "" when it has nothing to add. */
 const char *fd_cm_why(const struct fd_cm *cm);
+/* The CM address of the daemon that is the node's data peer node_peer (a UD completion's
+ * src_id - 1): 0, or -ENOENT (no connection with that peer was ever set up; fd_cm_why
+ * says so). */
+int fd_cm_peer_cm_addr(struct fd_cm *cm, uint32_t node_peer, struct sockaddr_storage *ss,
+		       socklen_t *len);
 /* The open Falcon connection of an established id, else NULL. */
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id);
 /* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */

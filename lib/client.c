@@ -30,6 +30,9 @@
 #include "falcon/queue.h"
 
 #define API __attribute__((visibility("default")))
+
+/* src_id went into what was tail padding: arrays of completions keep their stride */
+_Static_assert(sizeof(struct falcon_wc) == 48, "struct falcon_wc is ABI: 48 bytes");
 #define PAGE 4096ull
 #define RING_DEFAULT 128u
 
@@ -688,6 +691,7 @@ API int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc)
 			.byte_len = e->byte_len, .imm_data = e->imm_data,
 			.invalidated_rkey = e->invalidated_rkey, .qp_num = e->qp_num,
 			.src_qp = e->src_qp, .vendor_err = e->vendor_err,
+			.src_id = e->src_id,
 		};
 	}
 	if (k)
@@ -1159,6 +1163,37 @@ API struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, i
 	if (!(ah = calloc(1, sizeof(*ah))))
 		return fail_null(-ENOMEM);
 	if ((rc = rpc(pd->n.ctx, FC_API_CREATE_AH, &m, sizeof(m), -1, &rep, sizeof(rep), NULL, 0))) {
+		free(ah);
+		return fail_null(rc);
+	}
+	ah->pd = pd;
+	ah->ahn = rep.ahn;
+	pd->refs++;
+	link_node(pd->n.ctx, &ah->n, K_AH, rep.handle);
+	return ah;
+}
+
+API struct falcon_ah *falcon_create_ah_from_wc(struct falcon_pd *pd, const struct falcon_wc *wc,
+					       int timeout_ms)
+{
+	struct fc_api_create_ah_src m = { .timeout_ms = timeout_ms };
+	struct fc_api_create_ah_rep rep;
+	struct falcon_ah *ah;
+	int rc;
+
+	if (!pd || !wc || wc->status != FALCON_WC_SUCCESS ||
+	    (wc->opcode != FALCON_WC_RECV && wc->opcode != FALCON_WC_RECV_RDMA_WITH_IMM))
+		return fail_why(-EINVAL, "falcon_create_ah_from_wc: %s", !pd || !wc ? "NULL argument" :
+				"not a successful receive completion"), NULL;
+	if (!wc->src_id)
+		return fail_why(-ENOENT, "falcon_create_ah_from_wc: the completion names no "
+				"sending daemon (not a UD receive)"), NULL;
+	m.pd = pd->n.handle;
+	m.src_id = wc->src_id;
+	if (!(ah = calloc(1, sizeof(*ah))))
+		return fail_null(-ENOMEM);
+	rc = rpc(pd->n.ctx, FC_API_CREATE_AH_SRC, &m, sizeof(m), -1, &rep, sizeof(rep), NULL, 0);
+	if (rc) {
 		free(ah);
 		return fail_null(rc);
 	}

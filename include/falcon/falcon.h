@@ -167,6 +167,12 @@ struct falcon_wc {
 	uint32_t qp_num;
 	uint32_t src_qp;
 	uint32_t vendor_err;       /* Falcon completion code | IB NAK code << 8 */
+	uint32_t src_id;           /* UD receives: the daemon that sent it, as falcond
+				      numbers the daemons it talks to (0: not known; not UD):
+				      falcon_create_ah_from_wc takes it. The same number for
+				      every QP and process of this host while falcond runs.
+				      (In what was struct falcon_wc's tail padding: the size
+				      is 48 bytes as before.) */
 };
 
 /* Up to n completions, oldest first: their number (0: none), or -EOVERFLOW (the CQ
@@ -387,6 +393,15 @@ int falcon_query_qp_attr(struct falcon_qp *qp, struct falcon_qp_attr *attr);
  * Q_Key. NULL and errno: EINVAL, and the errors of falcon_connect but ECONNREFUSED,
  * EAGAIN and EPROTOTYPE (falcon_error_detail names the peer). */
 struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, int timeout_ms);
+/* An address handle to the daemon that sent the UD datagram of wc (a receive completion
+ * of a UD QP, status SUCCESS: wc->src_id), as ibv_create_ah_from_wc: answer the sender
+ * with it, naming wc->src_qp and the Q_Key the two sides agreed. The sender's daemon
+ * need not be known otherwise. Waits as falcon_create_ah (an AH to that daemon may exist
+ * already: then at once). NULL and errno: EINVAL (NULL, not a successful UD receive),
+ * ENOENT (wc->src_id 0, or a number falcond did not give: another daemon's completion,
+ * or falcond restarted since), and the errors of falcon_create_ah. */
+struct falcon_ah *falcon_create_ah_from_wc(struct falcon_pd *pd, const struct falcon_wc *wc,
+					   int timeout_ms);
 /* Work requests still using it complete as they would have; the connection closes after. */
 int falcon_destroy_ah(struct falcon_ah *ah);
 
