@@ -129,6 +129,7 @@ static int do_connect(const char *sock, const char *host, uint16_t service, int 
 	qp = falcon_connect(s.pd, host, service, &a, timeout_ms);
 	if (qp) {
 		printf("connected to %s service %u\n", host, service);
+		falcon_close(s.ctx);
 		return 1;
 	}
 	result(errno, now_ms() - t0);
@@ -152,6 +153,7 @@ static int do_flood(const char *sock, const char *host, uint16_t service, int n)
 
 		if (qp) {
 			printf("flood: connect %d succeeded\n", i);
+			falcon_close(s.ctx);
 			return 1;
 		}
 		ms = now_ms() - t0;
@@ -162,6 +164,7 @@ static int do_flood(const char *sock, const char *host, uint16_t service, int n)
 	}
 	printf("flood: %d failed, errno %s (%s), slowest %lld ms\n", n, errno_name(first),
 	       differ ? "not all the same" : "all", (long long)slowest);
+	falcon_close(s.ctx);
 	return differ ? 1 : 0;
 }
 
@@ -228,6 +231,8 @@ static int do_full(const char *sock_a, const char *sock_b, const char *cm_b, uin
 	result(errno, now_ms() - t0);
 	pthread_join(th, NULL);
 	printf("full: B accepted %d, its accept failed %d\n", x.accepted, x.refused);
+	falcon_close(a.ctx);
+	falcon_close(b.ctx);
 	return 0;
 }
 
@@ -406,6 +411,8 @@ static int do_ud(const char *sock_a, const char *sock_b, const char *cm_b)
 	}
 	printf("ud: %d rounds answered from the completion alone (B numbers A's daemon %u, "
 	       "A numbers B's %u)\n", ok, b_saw, src_id);
+	falcon_close(a.ctx);
+	falcon_close(b.ctx);
 	return ok == 8 ? 0 : 1;
 }
 
