@@ -30,11 +30,11 @@
 #include "falcon/queue.h"
 
 #define API __attribute__((visibility("default")))
+#define PAGE 4096ull
+#define RING_DEFAULT 128u
 
 /* src_id went into what was tail padding: arrays of completions keep their stride */
 _Static_assert(sizeof(struct falcon_wc) == 48, "struct falcon_wc is ABI: 48 bytes");
-#define PAGE 4096ull
-#define RING_DEFAULT 128u
 
 enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF, K_SRQ, K_AH, K_XRCD };
 
@@ -910,9 +910,8 @@ static int bad_host(const char *host)
 /* "name", "name:port", "[v6]:port", "v6" */
 static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 {
-	const char *given = host;
-
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	const char *given = host; /* for the sentence: host moves past a '[' */
 	unsigned long p = FALCON_CM_PORT_DEFAULT;
 	const char *port = NULL, *end;
 	char name[256];
