@@ -1586,9 +1586,12 @@ static int refused_text(const struct hs_refusal *m, uint8_t our_cipher, char *bu
 			 (unsigned long long)(FC_HS_SKEW_DEFAULT_NS / 1000000000ull));
 		return -ESTALE;
 	case HR_VERSION:
-		if (m->cm_version)
-			snprintf(buf, cap, "CM version or features do not match (it speaks %u, we %u)",
-				 m->cm_version, FD_CM_VERSION);
+		if (m->cm_version == FD_CM_VERSION)
+			snprintf(buf, cap, "CM features do not match: one side requires one the other "
+				 "lacks (--cm-require; each side's log says which)");
+		else if (m->cm_version)
+			snprintf(buf, cap, "it speaks CM version %u, we %u", m->cm_version,
+				 FD_CM_VERSION);
 		else
 			snprintf(buf, cap, "it speaks another handshake version");
 		return -EPROTO;
@@ -1728,9 +1731,14 @@ static void on_hs2(struct fd_cm *cm, const uint8_t *msg, size_t len,
 		if (rc == -EPROTOTYPE && cipher >= 0 && cipher != fd_sec_cipher(cm->d->sec))
 			snprintf(why, sizeof(why), "%s encrypts with PSP version %d, we with %u "
 				 "(--psp-cipher must agree)", a, cipher, fd_sec_cipher(cm->d->sec));
+		else if (rc == -EPROTOTYPE && in.hello.version != FD_CM_VERSION)
+			snprintf(why, sizeof(why), "%s speaks CM version %u, we %u", a,
+				 in.hello.version, FD_CM_VERSION);
 		else if (rc == -EPROTOTYPE)
-			snprintf(why, sizeof(why), "%s: CM version or features do not match (it "
-				 "speaks %u, we %u)", a, in.hello.version, FD_CM_VERSION);
+			snprintf(why, sizeof(why), "%s: CM features do not match (it supports %#x and "
+				 "requires %#x, we support %#x and require %#x)", a,
+				 in.hello.features_supported, in.hello.features_required,
+				 cm->d->cfg.features_supported, cm->d->cfg.features_required);
 		else
 			snprintf(why, sizeof(why), "%s: its handshake answer could not be taken: %s",
 				 a, strerror(-rc));

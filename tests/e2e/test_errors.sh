@@ -6,9 +6,10 @@
 # falcon_error_detail(). Each refusal must come back as its own errno within REFUSE_MS,
 # with the peer named in the detail:
 #   psp   (A, B; C whose key B does not allow; D with a wrong key for B; E in security
-#         none; G with keys for E, for a dead port and for a silent one)
-#         not allowed EACCES, wrong key EKEYREJECTED, none -> psp and psp -> none
-#         EPROTONOSUPPORT, no listener ECONNREFUSED, full backlog EAGAIN (the request
+#         none; G with keys for E, for a dead port and for a silent one; H and I with A's
+#         key and another cipher / a required feature)
+#         not allowed EACCES, wrong key EKEYREJECTED, none -> psp and psp -> none and
+#         cipher EPROTONOSUPPORT, feature EPROTO, no listener ECONNREFUSED, full backlog EAGAIN (the request
 #         held meanwhile is not silence: it fails at its own timeout, not at the silence
 #         bound), ICMP port unreachable EHOSTUNREACH, silence ETIMEDOUT within
 #         SILENT_MIN_MS .. SILENT_MAX_MS; UD ping-pong where B answers A from the
@@ -126,6 +127,21 @@ expect "security none -> psp" EPROTONOSUPPORT 0 "$REFUSE_MS" "^$B_RE refused .*i
 	"$W" connect "$TD_DIR/e/falcond.sock" "$TD_CM_B" 4000
 expect "security psp -> none" EPROTONOSUPPORT 0 "$REFUSE_MS" "^${CM_E//./\\.} refused our handshake: it runs security none, we psp" \
 	"$W" connect "$TD_DIR/g/falcond.sock" "$CM_E" 4000
+# H and I hold A's key (B allows it) but differ from B: a cipher, a required feature; B
+# refuses after authenticating them, so it may say what does not match
+if grep -qw aes /proc/cpuinfo; then
+	extra h $((TD_BASE + 14)) $((TD_BASE + 15)) --key "$TD_DIR/a.key" \
+		--peer "$(cat "$TD_DIR/b.pub")@$TD_CM_B" --psp-cipher chacha20-poly1305 ||
+		e2e_fail "falcond h starts"
+	expect "another PSP cipher" EPROTONOSUPPORT 0 "$REFUSE_MS" "^$B_RE refused our handshake: it encrypts with PSP version 1, we with 12" \
+		"$W" connect "$TD_DIR/h/falcond.sock" "$TD_CM_B" 4000
+else
+	echo "e2e-errors: no AES instructions here: the cipher mismatch needs one side with them"
+fi
+extra i $((TD_BASE + 16)) $((TD_BASE + 17)) --key "$TD_DIR/a.key" \
+	--peer "$(cat "$TD_DIR/b.pub")@$TD_CM_B" --cm-require 0x80 || e2e_fail "falcond i starts"
+expect "a feature B lacks (psp)" EPROTO 0 "$REFUSE_MS" "^$B_RE refused our handshake: CM features do not match" \
+	"$W" connect "$TD_DIR/i/falcond.sock" "$TD_CM_B" 4000
 expect "no key for the peer at all" EACCES 0 "$REFUSE_MS" "^${CM_C//./\\.}: we have no key for it" \
 	"$W" connect "$TD_SOCK_A" "$CM_C" 4000
 expect "no listener" ECONNREFUSED 0 "$REFUSE_MS" "^$B_RE refused the service connection: no listener on service 4000" \
