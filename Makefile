@@ -126,6 +126,8 @@ $(UNIT_BINS): $(BUILD)/tests/unit/%: tests/unit/%.c $(NODE_LIB) $(ENGINE_LIB)
 # unit tests of daemon modules outside the node library link their objects
 $(BUILD)/tests/unit/test_hs: $(BUILD)/daemon/hs.o
 $(BUILD)/tests/unit/test_hs: UNIT_EXTRA := $(BUILD)/daemon/hs.o
+$(BUILD)/tests/unit/test_log: $(BUILD)/daemon/log.o
+$(BUILD)/tests/unit/test_log: UNIT_EXTRA := $(BUILD)/daemon/log.o
 # and so do those of falconctl's modules (cli/)
 $(BUILD)/tests/unit/test_plot: $(BUILD)/cli/plot.o
 $(BUILD)/tests/unit/test_plot: UNIT_EXTRA := $(BUILD)/cli/plot.o
@@ -243,6 +245,7 @@ test: deps
 		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh \
 		tests/e2e/test_api_contract.sh \
 		tests/e2e/test_bigmsg.sh \
+		tests/e2e/test_errors.sh \
 		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)

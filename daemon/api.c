@@ -111,6 +111,7 @@ struct obj {
 			int64_t cm_id;
 			uint32_t ahn, pd_h, seq;
 			uint8_t ready;
+			uint16_t req_type; /* CREATE_AH or CREATE_AH_SRC, for the reply */
 		} ah;
 		struct {
 			int64_t cm_id;  /* the CM's record: connection (or binding) */
@@ -221,6 +222,21 @@ static int reply(struct client *c, const struct fc_api_hdr *req, int status, con
 		c->errors++;
 	/* a client that does not read its replies loses them: never block the daemon */
 	return fc_api_send(c->fd, buf, sizeof(*h) + len, fds, nfds, MSG_DONTWAIT);
+}
+
+/* An error reply with the CM's sentence on it (api.h, FC_API_WHY_MAX): why the peer
+ * refused, or what did not answer. */
+static int reply_why(struct client *c, const struct fc_api_hdr *req, int status)
+{
+	const char *why = fd_cm_why(c->a->d->cm);
+	size_t n = strnlen(why, FC_API_WHY_MAX - 1);
+	char body[FC_API_WHY_MAX];
+
+	if (!n)
+		return reply(c, req, status, NULL, 0, NULL, 0);
+	memcpy(body, why, n);
+	body[n] = 0;
+	return reply(c, req, status, body, (uint32_t)n + 1, NULL, 0);
 }
 
 /* A memfd of bytes, mapped here, sealed so that the client can neither shrink nor grow
@@ -859,7 +875,7 @@ static void qp_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	if (status) {
 		o->u.qp.cm_id = 0; /* the CM has freed its record */
 		qp_release(c->a, o); /* also ends the pending count */
-		reply(c, &h, status, NULL, 0, NULL, 0);
+		reply_why(c, &h, status);
 		return;
 	}
 	c->pending--;
@@ -1187,7 +1203,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 {
 	struct obj *o = ctx;
 	struct client *c = o->c;
-	struct fc_api_hdr h = { .type = FC_API_CREATE_AH, .seq = o->u.ah.seq };
+	struct fc_api_hdr h = { .type = o->u.ah.req_type, .seq = o->u.ah.seq };
 	struct fc_api_create_ah_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16 };
 	struct obj *pd = obj_get(c, o->u.ah.pd_h, OBJ_PD);
 	struct fc_txn *t = status ? NULL : fd_cm_conn(c->a->d->cm, o->u.ah.cm_id);
@@ -1202,7 +1218,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 		if (!t)
 			o->u.ah.cm_id = 0; /* the CM has freed its record */
 		ah_release(c->a, o);
-		reply(c, &h, status, NULL, 0, NULL, 0);
+		reply_why(c, &h, status);
 		return;
 	}
 	c->pending--;
@@ -1211,37 +1227,62 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	reply(c, &h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
-static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void *body)
+/* CREATE_AH and CREATE_AH_SRC: an AH of pd_h to the daemon whose CM is at ss. */
+static int ah_start(struct client *c, const struct fc_api_hdr *h, uint32_t pd_h,
+		    const struct sockaddr_storage *ss, socklen_t len, int32_t timeout_ms)
 {
-	const struct fc_api_create_ah *m = body;
-	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
-	struct sockaddr_storage ss;
+	struct obj *pd = obj_get(c, pd_h, OBJ_PD), *o;
 	uint32_t handle;
 	int64_t id;
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (!m->addr_len || m->addr_len > sizeof(m->addr) || m->pad[0] || m->pad[1] || m->pad[2])
-		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	if (c->pending >= 16)
 		return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
 	if (!(o = obj_new(c, OBJ_AH, &handle)))
 		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
-	o->u.ah.pd_h = m->pd;
+	o->u.ah.pd_h = pd_h;
 	o->u.ah.seq = h->seq;
+	o->u.ah.req_type = h->type;
 	pd->refs++;
 	c->pending++;
-	memset(&ss, 0, sizeof(ss));
-	memcpy(&ss, m->addr, m->addr_len);
-	id = fd_cm_ah(c->a->d->cm, (struct sockaddr *)&ss, m->addr_len, m->timeout_ms, ah_done, o);
+	id = fd_cm_ah(c->a->d->cm, (const struct sockaddr *)ss, len, timeout_ms, ah_done, o);
 	if (id < 0) {
 		ah_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	o->u.ah.cm_id = id;
 	if (fd_cm_conn(c->a->d->cm, id)) /* the peer's connection is open already: shared */
 		ah_done(o, 0, 0, 0);
 	return 0; /* the reply comes from ah_done */
+}
+
+static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_ah *m = body;
+	struct sockaddr_storage ss;
+
+	if (!m->addr_len || m->addr_len > sizeof(m->addr) || m->pad[0] || m->pad[1] || m->pad[2])
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, m->addr, m->addr_len);
+	return ah_start(c, h, m->pd, &ss, m->addr_len, m->timeout_ms);
+}
+
+/* CREATE_AH_SRC: the sender of a UD completion (src_id = 1 + the node's peer index) is
+ * found by the CM, which knows the CM address of each data peer it set up a connection
+ * with. */
+static int do_create_ah_src(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_ah_src *m = body;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (m->pad)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (!m->src_id || fd_cm_peer_cm_addr(c->a->d->cm, m->src_id - 1, &ss, &len))
+		return reply_why(c, h, -ENOENT);
+	return ah_start(c, h, m->pd, &ss, len, m->timeout_ms);
 }
 
 static int do_open_xrcd(struct client *c, const struct fc_api_hdr *h)
@@ -1280,7 +1321,7 @@ static int do_connect(struct client *c, const struct fc_api_hdr *h, const void *
 	if (id < 0) {
 		o->u.qp.cm_id = 0;
 		qp_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	o->u.qp.cm_id = id;
 	return 0; /* the reply comes from qp_done */
@@ -1306,7 +1347,7 @@ static int do_accept(struct client *c, const struct fc_api_hdr *h, const void *b
 	if (id < 0) {
 		o->u.qp.cm_id = 0;
 		qp_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	if (o->type == OBJ_QP && o->u.qp.cm_id == -1)
 		o->u.qp.cm_id = id;
@@ -1436,6 +1477,7 @@ static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsi
 	case FC_API_CREATE_QP: do_create_qp(c, h, body); break;
 	case FC_API_MODIFY_QP: do_modify_qp(c, h, body); break;
 	case FC_API_CREATE_AH: do_create_ah(c, h, body); break;
+	case FC_API_CREATE_AH_SRC: do_create_ah_src(c, h, body); break;
 	case FC_API_OPEN_XRCD: do_open_xrcd(c, h); break;
 	case FC_API_QUERY_DEVICE: do_query_device(c, h); break;
 	default: {

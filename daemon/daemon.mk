@@ -60,7 +60,7 @@ DAEMON_ALL := $(FALCOND) $(CLIENT_LIB) $(BUILD)/lib/falcon-client.pc $(FALCONCTL
 # end-to-end test programs (tests/e2e/*.sh run them against live daemons)
 E2E_BINS := $(BUILD)/tests/e2e/e2e_client $(BUILD)/tests/e2e/api_abuse $(BUILD)/tests/e2e/qp_types \
 	$(BUILD)/tests/e2e/notify_recv $(BUILD)/tests/e2e/pkt_tool $(BUILD)/tests/e2e/api_contract \
-	$(BUILD)/tests/e2e/bigmsg
+	$(BUILD)/tests/e2e/bigmsg $(BUILD)/tests/e2e/why_client
 $(BUILD)/tests/e2e/%: tests/e2e/%.c $(CLIENT_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) -L$(BUILD)/lib -lfalcon-client \

@@ -291,6 +291,14 @@ static void fault_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	fc_fault_flush_tx(d->fault);
 }
 
+static void log_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	fc_log_flush(0);
+}
+
 /* ---- configuration ---- */
 
 void fd_cfg_default(struct fd_cfg *c)
@@ -572,11 +580,19 @@ int falcond_start(struct fd_daemon *d)
 		d->fault_w.data = d;
 		ev_timer_start(d->loop, &d->fault_w);
 	}
+	/* the counts of repeated log lines (log.h), written once their window ends */
+	ev_timer_init(&d->log_w, log_cb, 1., 1.);
+	ev_timer_start(d->loop, &d->log_w);
+	ev_unref(d->loop); /* it does not keep the loop alive */
 	return 0;
 }
 
 void falcond_stop(struct fd_daemon *d)
 {
+	if (ev_is_active(&d->log_w)) {
+		ev_ref(d->loop);
+		ev_timer_stop(d->loop, &d->log_w);
+	}
 	ev_check_stop(d->loop, &d->check_w); /* stall_check needs the node */
 	fd_api_free(d->api);     /* clients' QPs go first: peers are told */
 	fd_admin_free(d->admin);
@@ -599,5 +615,6 @@ void falcond_stop(struct fd_daemon *d)
 	if (d->timer_fd >= 0)
 		close(d->timer_fd);
 	d->timer_fd = -1;
+	fc_log_flush(1); /* the repeats still counted */
 }
 

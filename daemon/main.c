@@ -237,14 +237,18 @@ static const char *hint(int id)
 		return " (other, fifo:PRIO or rr:PRIO with PRIO 1..99)";
 	case O_MLOCK:
 		return " (yes or no)";
+	case O_PEER:
+		return " (KEY@ADDRESS:PORT: a base64 public key, an IPv4 address or [IPv6] and the "
+		       "peer's CM port; one peer per option or line)";
 	default:
 		return "";
 	}
 }
 
-/* One option (v NULL: one without a value). Returns 0, or -EINVAL with a message
- * printed. */
-static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
+/* One option (v NULL: one without a value); where is "FILE:LINE" of a config file line,
+ * NULL for the command line. Returns 0, or -EINVAL with a message printed that names
+ * where, the key and the value. */
+static int apply(struct fd_cfg *c, int id, const char *name, const char *v, const char *where)
 {
 	uint32_t u;
 	int rc = 0;
@@ -279,8 +283,10 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		const char *at = strchr(v, '@');
 		char b64[FC_HS_B64_LEN];
 
+		struct fc_peer_addr pa;
+
 		if (!at || (size_t)(at - v) >= sizeof(b64) || strlen(at + 1) >= sizeof(c->peers[0].addr) ||
-		    c->npeers == FD_PEERS_MAX) {
+		    c->npeers == FD_PEERS_MAX || fd_sec_parse_cm_addr(at + 1, &pa)) {
 			rc = -EINVAL;
 			break;
 		}
@@ -444,48 +450,65 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		rc = parse_u32(v, 1, 1000, &c->cm_retries);
 		break;
 	default:
-		fprintf(stderr, "falcond: unknown option %s\n", name);
+		fprintf(stderr, "falcond: %s%sunknown option %s\n", where ? where : "",
+			where ? ": " : "", name);
 		return -EINVAL;
 	}
 	if (rc)
-		fprintf(stderr, "falcond: bad value for %s: '%s'%s\n", name, v ? v : "",
-			hint(id));
+		fprintf(stderr, "falcond: %s%sbad value for %s: '%s'%s\n", where ? where : "",
+			where ? ": " : "", name, v ? v : "", hint(id));
 	return rc;
 }
 
-/* The config file: "key value" per line, '#' starts a comment. */
+/* The config file: "key value" (or "key=value", "key = value") per line, '#' starts a
+ * comment. A line holds one key and at most one value: more words are an error (two
+ * peers on one line would otherwise lose the second). Errors name FILE:LINE. Returns 0
+ * or a negative errno, the reason printed. */
 static int load_config(struct fd_cfg *c, const char *path)
 {
 	FILE *f = fopen(path, "re");
-	char line[512];
+	char line[512], where[300];
 	int lineno = 0, rc = 0;
 
 	if (!f) {
-		fprintf(stderr, "falcond: %s: %s\n", path, strerror(errno));
-		return -errno;
+		rc = -errno;
+		fprintf(stderr, "falcond: config file %s: %s\n", path, strerror(errno));
+		return rc;
 	}
-	while (fgets(line, sizeof(line), f) && !rc) {
-		char *p = line, *key, *val, *end;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char *key, *val, *extra, *end;
 		const struct option *o;
 
-		lineno++;
-		if ((end = strchr(p, '#')))
+		snprintf(where, sizeof(where), "%s:%d", path, ++lineno);
+		if (!strchr(line, '\n') && !feof(f)) {
+			fprintf(stderr, "falcond: %s: line longer than %zu bytes\n", where,
+				sizeof(line) - 2);
+			rc = -EINVAL;
+			break;
+		}
+		if ((end = strchr(line, '#')))
 			*end = 0;
-		key = strtok(p, " \t\r\n=");
-		if (!key)
+		if (!(key = strtok(line, " \t\r\n=")))
 			continue;
 		val = strtok(NULL, " \t\r\n");
+		if (val && !strcmp(val, "=")) /* "key = value" */
+			val = strtok(NULL, " \t\r\n");
+		extra = val ? strtok(NULL, " \t\r\n") : NULL;
 		for (o = opts; o->name && strcmp(o->name, key); o++)
 			;
 		/* an option without a value (mlock) is a key alone, or key yes / no */
 		if (!o->name || o->val == O_CONFIG ||
 		    (o->has_arg == no_argument ? o->val != O_MLOCK : !val)) {
-			fprintf(stderr, "falcond: %s:%d: %s '%s'\n", path, lineno,
-				!o->name ? "unknown key" : "needs a value", key);
+			fprintf(stderr, "falcond: %s: %s '%s'\n", where,
+				!o->name || o->val == O_CONFIG ? "unknown key" : "needs a value", key);
 			rc = -EINVAL;
-			break;
+		} else if (extra) {
+			fprintf(stderr, "falcond: %s: '%s' takes one value; the line has more: '%s'%s\n",
+				where, key, extra, o->val == O_PEER ? " (one peer per line)" : "");
+			rc = -EINVAL;
+		} else {
+			rc = apply(c, o->val, key, val, where);
 		}
-		rc = apply(c, o->val, key, val);
 	}
 	fclose(f);
 	return rc;
@@ -526,7 +549,7 @@ static int parse_args(struct fd_cfg *c, int argc, char **argv)
 
 			for (o = opts; o->name && o->val != id; o++)
 				;
-			if ((rc = apply(c, id, o->name ? o->name : "?", optarg)))
+			if ((rc = apply(c, id, o->name ? o->name : "?", optarg, NULL)))
 				return rc;
 		}
 		}

@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@
 #define API __attribute__((visibility("default")))
 #define PAGE 4096ull
 #define RING_DEFAULT 128u
+
+/* src_id went into what was tail padding: arrays of completions keep their stride */
+_Static_assert(sizeof(struct falcon_wc) == 48, "struct falcon_wc is ABI: 48 bytes");
 
 enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF, K_SRQ, K_AH, K_XRCD };
 
@@ -135,16 +139,63 @@ struct lqp {
 	int by_api;                  /* falcon_create_qp: falcon_modify_qp moves it */
 };
 
+/* ---- errors and what they concern (falcon_error_detail) ----
+ *
+ * The detail of this thread's last failed call: a pointer, to falcon_strerror's text
+ * (no copy: the data path's -ENOMEM of a full ring costs nothing more) or to a sentence
+ * in detail_buf. A sentence found before the caller fails (an error reply's own,
+ * falcon/api.h FC_API_WHY_MAX; resolve's) waits in pending_why with its status, and the
+ * fail of that status takes it. */
+static __thread const char *detail;
+static __thread char detail_buf[FC_API_WHY_MAX + 160];
+static __thread char pending_why[FC_API_WHY_MAX];
+static __thread int pending_err;
+
+/* Sets errno and the detail; returns -|err|. */
 static int fail(int err)
 {
-	errno = err < 0 ? -err : err;
-	return err < 0 ? err : -err;
+	int e = err < 0 ? -err : err;
+
+	if (pending_err == -e && pending_why[0]) {
+		memcpy(detail_buf, pending_why, sizeof(pending_why));
+		detail = detail_buf;
+	} else {
+		detail = falcon_strerror(e);
+	}
+	pending_err = 0;
+	errno = e;
+	return -e;
 }
 
 static void *fail_null(int err)
 {
-	errno = err < 0 ? -err : err;
+	fail(err);
 	return NULL;
+}
+
+/* A sentence for the next fail of status err (printf format). Returns err. */
+static int __attribute__((format(printf, 2, 3))) pend_why(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(pending_why, sizeof(pending_why), fmt, ap);
+	va_end(ap);
+	pending_err = err;
+	return err;
+}
+
+/* fail with a sentence of our own (printf format). */
+static int __attribute__((format(printf, 2, 3))) fail_why(int err, const char *fmt, ...)
+{
+	va_list ap;
+	int rc = fail(err);
+
+	va_start(ap, fmt);
+	vsnprintf(detail_buf, sizeof(detail_buf), fmt, ap);
+	va_end(ap);
+	detail = detail_buf;
+	return rc;
 }
 
 static void link_node(struct falcon_context *ctx, struct node *n, uint32_t kind, uint32_t handle)
@@ -176,6 +227,18 @@ static void mark_gone(struct falcon_context *ctx)
 
 /* ---- the control socket ---- */
 
+/* An error reply's sentence (api.h: NUL-terminated, at most FC_API_WHY_MAX bytes), kept
+ * for the fail of status rc; what is not printable ASCII is shown as '?'. */
+static void keep_why(int rc, const uint8_t *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < sizeof(pending_why) - 1 && b[i]; i++)
+		pending_why[i] = b[i] >= 0x20 && b[i] < 0x7F ? (char)b[i] : '?';
+	pending_why[i] = 0;
+	pending_err = i ? rc : 0;
+}
+
 /* Send a request, wait for its reply. Returns the reply's status (0 or -errno) with the
  * body copied to out (at most out_len bytes) and up to nfds descriptors in fds_out (the
  * others closed), or -ENOTCONN when the daemon is gone, -EPROTO for a broken reply. */
@@ -194,6 +257,7 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 
 	for (unsigned i = 0; i < nfds; i++)
 		fds_out[i] = -1;
+	pending_err = 0;
 	pthread_mutex_lock(&ctx->lock);
 	*h = (struct fc_api_hdr){ .hdr_size = sizeof(*h), .version = FC_API_VERSION, .type = type,
 				  .len = sizeof(*h) + len, .seq = ++ctx->seq };
@@ -241,6 +305,8 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 			break;
 		}
 		rc = h->status;
+		if (rc < 0 && (size_t)n > sizeof(*h))
+			keep_why(rc, buf + sizeof(*h), (size_t)n - sizeof(*h));
 		if (!rc && n - sizeof(*h) != out_len)
 			rc = -EPROTO;
 		if (!rc && out_len)
@@ -274,19 +340,43 @@ static uint32_t env_poll_us(void)
 	return (uint32_t)v;
 }
 
+/* Why connecting to falcond's socket at path failed (errno e), in a sentence that names
+ * the path and where it came from. */
+static int open_fail(int e, const char *path, const char *from)
+{
+	const char *hint = "";
+
+	switch (e) {
+	case ENOENT: hint = ": no such socket (is falcond running? is it its --runtime-dir?)"; break;
+	case ECONNREFUSED: hint = ": nobody listens (a stale socket: falcond has stopped)"; break;
+	case EACCES: hint = ": permission denied (falcond's sockets are for its group, falcon)"; break;
+	case ENOTSOCK: hint = ": not a socket"; break;
+	}
+	return fail_why(-e, "falcond socket %s (%s)%s%s%s", path, from, hint, *hint ? "" : ": ",
+			*hint ? "" : strerror(e));
+}
+
 API struct falcon_context *falcon_open(const char *path)
 {
 	struct falcon_context *ctx;
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	struct fc_api_hello hello = { .client_version = FC_API_VERSION };
+	const char *from = "falcon_open's argument";
 	int rc;
 
-	if (!path)
+	if (!path) {
 		path = getenv("FALCON_SOCKET");
-	if (!path || !*path)
+		from = "$FALCON_SOCKET";
+	}
+	if (!path || !*path) {
 		path = FALCON_SOCKET_DEFAULT;
-	if (strlen(path) >= sizeof(un.sun_path))
-		return fail_null(-ENAMETOOLONG);
+		from = "the default";
+	}
+	if (strlen(path) >= sizeof(un.sun_path)) {
+		fail_why(-ENAMETOOLONG, "falcond socket %s (%s): longer than %zu bytes", path, from,
+			 sizeof(un.sun_path) - 1);
+		return NULL;
+	}
 	strcpy(un.sun_path, path);
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
@@ -299,9 +389,12 @@ API struct falcon_context *falcon_open(const char *path)
 	ctx->ev_fd = -1;
 	ctx->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (ctx->db_fd < 0 || ctx->sock < 0 ||
-	    connect(ctx->sock, (struct sockaddr *)&un, sizeof(un)) < 0) {
-		rc = -errno;
+	if (ctx->db_fd < 0 || ctx->sock < 0) {
+		rc = fail(-errno);
+		goto err;
+	}
+	if (connect(ctx->sock, (struct sockaddr *)&un, sizeof(un)) < 0) {
+		rc = open_fail(errno, path, from);
 		goto err;
 	}
 	/* the reply brings our end of the event socket (api.h) */
@@ -309,6 +402,13 @@ API struct falcon_context *falcon_open(const char *path)
 		 sizeof(ctx->limits), &ctx->ev_fd, 1);
 	if (!rc && ctx->ev_fd < 0)
 		rc = -EPROTO;
+	if (rc == -ENOTCONN || rc == -EPROTO)
+		rc = fail_why(rc, "falcond at %s (%s) %s (this library speaks API version %u; "
+			      "falcond's log says why)", path, from, rc == -EPROTO ?
+			      "answered in another protocol version" : "closed the connection at once "
+			      "(too many clients, or another API version)", FC_API_VERSION);
+	else if (rc)
+		rc = fail(rc);
 	if (rc)
 		goto err;
 	return ctx;
@@ -323,7 +423,8 @@ err:
 	pthread_mutex_destroy(&ctx->list_lock);
 	pthread_mutex_destroy(&ctx->ev_lock);
 	free(ctx);
-	return fail_null(rc);
+	errno = -rc; /* and the detail, set above */
+	return NULL;
 }
 
 static void free_node(struct node *n)
@@ -677,6 +778,7 @@ API int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc)
 			.byte_len = e->byte_len, .imm_data = e->imm_data,
 			.invalidated_rkey = e->invalidated_rkey, .qp_num = e->qp_num,
 			.src_qp = e->src_qp, .vendor_err = e->vendor_err,
+			.src_id = e->src_id,
 		};
 	}
 	if (k)
@@ -890,10 +992,17 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 	return &qp->pub;
 }
 
+static int bad_host(const char *host)
+{
+	return pend_why(-EINVAL, "peer '%s': not NAME, NAME:PORT, [IPv6]:PORT or IPv6 (PORT: "
+			"its falcond's CM port, 1 to 65535)", host ? host : "(null)");
+}
+
 /* "name", "name:port", "[v6]:port", "v6" */
 static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	const char *given = host; /* for the sentence: host moves past a '[' */
 	unsigned long p = FALCON_CM_PORT_DEFAULT;
 	const char *port = NULL, *end;
 	char name[256];
@@ -901,14 +1010,14 @@ static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 	int rc;
 
 	if (!host || !*host)
-		return -EINVAL;
+		return bad_host(given);
 	if (host[0] == '[') {
 		if (!(end = strchr(host, ']')))
-			return -EINVAL;
+			return bad_host(given);
 		if (end[1] == ':')
 			port = end + 2;
 		else if (end[1])
-			return -EINVAL;
+			return bad_host(given);
 		host++;
 	} else if ((end = strchr(host, ':')) && end == strrchr(host, ':')) {
 		port = end + 1;
@@ -917,7 +1026,7 @@ static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 	}
 	len = (size_t)(end - host);
 	if (!len || len >= sizeof(name))
-		return -EINVAL;
+		return bad_host(given);
 	memcpy(name, host, len);
 	name[len] = 0;
 	if (port) {
@@ -925,13 +1034,14 @@ static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 
 		p = strtoul(port, &e, 10);
 		if (*e || !p || p > 65535)
-			return -EINVAL;
+			return bad_host(given);
 	}
 	if ((rc = getaddrinfo(name, NULL, &hints, &res)))
-		return rc == EAI_NONAME || rc == EAI_NODATA ? -ENOENT : -EHOSTUNREACH;
+		return pend_why(rc == EAI_NONAME || rc == EAI_NODATA ? -ENOENT : -EHOSTUNREACH,
+				"%s: the name does not resolve: %s", name, gai_strerror(rc));
 	if (res->ai_addrlen > 28) {
 		freeaddrinfo(res);
-		return -EAFNOSUPPORT;
+		return pend_why(-EAFNOSUPPORT, "%s: an address family falcond does not use", name);
 	}
 	memcpy(addr, res->ai_addr, res->ai_addrlen);
 	*addr_len = (uint8_t)res->ai_addrlen;
@@ -1143,6 +1253,37 @@ API struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, i
 	if (!(ah = calloc(1, sizeof(*ah))))
 		return fail_null(-ENOMEM);
 	if ((rc = rpc(pd->n.ctx, FC_API_CREATE_AH, &m, sizeof(m), -1, &rep, sizeof(rep), NULL, 0))) {
+		free(ah);
+		return fail_null(rc);
+	}
+	ah->pd = pd;
+	ah->ahn = rep.ahn;
+	pd->refs++;
+	link_node(pd->n.ctx, &ah->n, K_AH, rep.handle);
+	return ah;
+}
+
+API struct falcon_ah *falcon_create_ah_from_wc(struct falcon_pd *pd, const struct falcon_wc *wc,
+					       int timeout_ms)
+{
+	struct fc_api_create_ah_src m = { .timeout_ms = timeout_ms };
+	struct fc_api_create_ah_rep rep;
+	struct falcon_ah *ah;
+	int rc;
+
+	if (!pd || !wc || wc->status != FALCON_WC_SUCCESS ||
+	    (wc->opcode != FALCON_WC_RECV && wc->opcode != FALCON_WC_RECV_RDMA_WITH_IMM))
+		return fail_why(-EINVAL, "falcon_create_ah_from_wc: %s", !pd || !wc ? "NULL argument" :
+				"not a successful receive completion"), NULL;
+	if (!wc->src_id)
+		return fail_why(-ENOENT, "falcon_create_ah_from_wc: the completion names no "
+				"sending daemon (not a UD receive)"), NULL;
+	m.pd = pd->n.handle;
+	m.src_id = wc->src_id;
+	if (!(ah = calloc(1, sizeof(*ah))))
+		return fail_null(-ENOMEM);
+	rc = rpc(pd->n.ctx, FC_API_CREATE_AH_SRC, &m, sizeof(m), -1, &rep, sizeof(rep), NULL, 0);
+	if (rc) {
 		free(ah);
 		return fail_null(rc);
 	}
@@ -1540,22 +1681,43 @@ API const char *falcon_strerror(int err)
 {
 	switch (err < 0 ? -err : err) {
 	case ENOTCONN: return "falcond closed the connection (daemon stopped?)";
-	case ECONNREFUSED: return "connection refused (no daemon, no listener on that service, "
-				  "or the peer refused our version or features)";
-	case ENOENT: return "no such object, host or daemon socket";
-	case ETIMEDOUT: return "timed out";
-	case EPROTO: return "protocol error between the library and falcond";
-	case EFAULT: return "memory not inside a buffer of falcon_alloc_buf";
-	case ENOSPC: return "a table of the daemon is full";
+	case ECONNREFUSED: return "connection refused: no listener on that service (or no such "
+				  "QP) at the peer";
+	case EACCES: return "not allowed: the peer's allow-list does not have our key, or we "
+			    "have no key for the peer";
+	case EKEYREJECTED: return "the peer could not authenticate us: the key we have for it "
+				  "is not its key";
+	case EPROTONOSUPPORT: return "security mismatch: the peer runs another security mode "
+				     "(psp / none) or PSP cipher";
+	case EPROTO: return "protocol version or features do not match (the library and "
+			    "falcond, or the two daemons)";
+	case EPROTOTYPE: return "the peer's QP is of a type that does not pair with ours";
+	case EUSERS: return "the peer daemon is out of resources (one of its tables is full)";
+	case ENOSPC: return "a table of our daemon is full";
+	case EHOSTUNREACH: return "peer unreachable (no falcond on that port, no route, or the "
+				  "name does not resolve)";
+	case ETIMEDOUT: return "timed out (no answer: the peer daemon or its host is down, or "
+			       "its CM port is filtered)";
+	case EAGAIN: return "try again: a queue is full (the peer listener's backlog) or "
+			    "nothing is pending";
+	case ESTALE: return "the peer's clock and ours differ by more than 2 minutes "
+			    "(handshake refused)";
+	case ENOENT: return "no such object, host name or file";
+	case EFAULT: return "memory not mapped in this process";
 	case EBUSY: return "object in use";
 	case ENOMEM: return "out of memory, or the queue is full";
 	case EINVAL: return "invalid argument";
 	case EADDRINUSE: return "someone listens on that service already";
 	case ECONNABORTED: return "the connection was abandoned by the other side";
-	case EPROTOTYPE: return "the peer's QP is of a type that does not pair with ours";
 	case EOVERFLOW: return "the completion queue overflowed (it and its QPs are in error)";
+	case EIO: return "a completion queue it names overflowed (it is in error for good)";
 	default: return strerror(err < 0 ? -err : err);
 	}
+}
+
+API const char *falcon_error_detail(void)
+{
+	return detail ? detail : "";
 }
 
 API const char *falcon_wc_status_str(uint32_t status)

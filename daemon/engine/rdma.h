@@ -234,6 +234,7 @@ struct fc_rdma_wc {
 	uint32_t qp_num;      /* the QP the WR belongs to (XRC SRQ: the target QP) */
 	uint32_t src_qp;      /* receives: the sender's QP */
 	uint32_t vendor_err;  /* errors: Falcon completion code | IB NAK code << 8 */
+	uint16_t src_id;      /* UD receives: the connection's fc_rdma_conn_set_src; else 0 */
 };
 
 enum fc_rdma_async_type {
@@ -388,6 +389,11 @@ void fc_rdma_on_timer(struct fc_rdma *d, uint64_t now_ns);
 struct fc_txn *fc_rdma_conn_open(struct fc_rdma *d, const struct fc_txn_conn_cfg *cfg);
 /* Close it. Returns 0, -ENOENT (not one of ours), -EBUSY (a QP or AH still uses it). */
 int fc_rdma_conn_close(struct fc_rdma *d, struct fc_txn *t);
+/* What UD receive completions of datagrams that came on connection t carry as src_id
+ * (struct fc_rdma_wc): the caller's name for the peer (the node's: 1 + its peer index),
+ * so that the receiver can answer the sender (falcon_create_ah_from_wc). 0 (the default):
+ * none. Returns 0 or -ENOENT (not one of ours). */
+int fc_rdma_conn_set_src(struct fc_rdma *d, struct fc_txn *t, uint16_t src_id);
 
 /* ---- completion queues ---- */
 

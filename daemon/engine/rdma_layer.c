@@ -110,6 +110,16 @@ static void pend_drop_conn(struct fc_rdma *d, const struct conn *c)
 		}
 }
 
+int fc_rdma_conn_set_src(struct fc_rdma *d, struct fc_txn *t, uint16_t src_id)
+{
+	struct conn *c = conn_of(d, t);
+
+	if (!c)
+		return -ENOENT;
+	c->src_id = src_id;
+	return 0;
+}
+
 int fc_rdma_conn_close(struct fc_rdma *d, struct fc_txn *t)
 {
 	struct conn *c = conn_of(d, t);

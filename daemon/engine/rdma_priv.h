@@ -193,6 +193,7 @@ struct conn {
 	struct qp *qp;             /* its RC / XRC QP */
 	uint32_t tx_sn, rx_last_sn;
 	uint8_t rx_sn_seen;
+	uint16_t src_id;           /* UD receive completions name the sender by it */
 };
 
 struct pend { /* Pull Data the txn layer could not take yet */

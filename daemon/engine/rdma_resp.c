@@ -515,6 +515,7 @@ static void send_wc(const struct req_ctx *x, struct rwqe *w, uint64_t total)
 	w->wc.opcode = FC_RDMA_WC_RECV;
 	w->wc.byte_len = (uint32_t)total;
 	w->wc.src_qp = x->q->type == FC_RDMA_QPT_UD ? x->h.deth.src_qp : x->q->remote_qpn;
+	w->wc.src_id = x->q->type == FC_RDMA_QPT_UD ? x->c->src_id : 0; /* who to answer */
 	if (op == FC_RDMA_SEND_LAST_IMM || op == FC_RDMA_SEND_ONLY_IMM) {
 		w->wc.flags |= FC_RDMA_WC_F_IMM;
 		w->wc.imm_data = x->h.imm;

@@ -74,7 +74,7 @@ int rdma_cq_ring_push(struct fc_rdma *d, struct cq *cq, const struct fc_rdma_wc 
 		.wr_id = wc->wr_id, .status = wc->status, .opcode = wc->opcode,
 		.flags = wc->flags, .byte_len = wc->byte_len, .imm_data = wc->imm_data,
 		.invalidated_rkey = wc->invalidated_rkey, .qp_num = wc->qp_num,
-		.src_qp = wc->src_qp, .vendor_err = wc->vendor_err,
+		.src_qp = wc->src_qp, .vendor_err = wc->vendor_err, .src_id = wc->src_id,
 	};
 	store_idx(&h->prod, ++cq->uprod);
 	return 0;

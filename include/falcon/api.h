@@ -12,6 +12,13 @@
  * echoes the request's); CONNECT and ACCEPT reply when the connection is set up or has
  * failed, which may take seconds.
  *
+ * Error replies (status < 0) may carry a body: a sentence saying why, naming what it
+ * concerns (the peer daemon that refused a connection and its reason, e.g.
+ * "192.0.2.7:7471 refused: our key is not on its allow-list"), printable ASCII,
+ * NUL-terminated, at most FC_API_WHY_MAX bytes with the NUL. Clients hand it to the
+ * program (falcon_error_detail) or ignore it; a client that checks an error reply's size
+ * is wrong to. CONNECT, ACCEPT, CREATE_AH and CREATE_AH_SRC errors have one.
+ *
  * Everything a client sends is input to the daemon: a message of the wrong size, an
  * unknown type or version, a handle that is not the client's own gets an error reply
  * (status = -errno) or, for a broken header, the client's disconnection. Handles are per
@@ -43,6 +50,7 @@
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
 #define FC_API_EVENT 0x100u    /* the type of the event socket's messages (no request) */
+#define FC_API_WHY_MAX 200u    /* an error reply's sentence, its NUL included */
 
 enum fc_api_type {
 	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd; reply fd: its end of the
@@ -68,6 +76,7 @@ enum fc_api_type {
 	FC_API_OPEN_XRCD,
 	FC_API_CLOSE_XRCD,
 	FC_API_QUERY_DEVICE,   /* the daemon's limits (struct fc_api_device_rep) */
+	FC_API_CREATE_AH_SRC,  /* as CREATE_AH, the peer named by a UD completion */
 	FC_API_TYPE_END
 };
 
@@ -213,6 +222,16 @@ struct fc_api_create_ah {
 	uint8_t pad[3];
 	uint8_t addr[28];
 };
+/* CREATE_AH_SRC: an address handle in pd for the daemon that sent a UD datagram, named
+ * as its completion names it (struct fc_ring_cqe.src_id: the receiving daemon's number
+ * for the sending one); the reply is CREATE_AH's. -ENOENT: no such sender (0, or a
+ * number this daemon never gave). */
+struct fc_api_create_ah_src {
+	uint32_t pd;
+	int32_t timeout_ms;    /* < 0: the daemon's bound */
+	uint32_t src_id;
+	uint32_t pad;
+};
 struct fc_api_create_ah_rep {
 	uint32_t handle;
 	uint32_t ahn;          /* what a UD work request names (struct fc_ring_send_wr.ah) */
@@ -263,6 +282,7 @@ _Static_assert(sizeof(struct fc_api_create_srq) == 24, "create_srq");
 _Static_assert(sizeof(struct fc_api_modify_qp) == 48, "modify_qp");
 _Static_assert(sizeof(struct fc_api_query_qp_rep) == 16, "query_qp reply");
 _Static_assert(sizeof(struct fc_api_create_ah) == 40, "create_ah");
+_Static_assert(sizeof(struct fc_api_create_ah_src) == 16, "create_ah_src");
 _Static_assert(sizeof(struct fc_api_create_srq_rep) == 16, "create_srq reply");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
 _Static_assert(sizeof(struct fc_api_device_rep) == 104, "device reply");
@@ -287,6 +307,7 @@ static inline uint32_t fc_api_req_body(uint16_t t)
 	case FC_API_CREATE_QP: return sizeof(struct fc_api_qp_attr);
 	case FC_API_MODIFY_QP: return sizeof(struct fc_api_modify_qp);
 	case FC_API_CREATE_AH: return sizeof(struct fc_api_create_ah);
+	case FC_API_CREATE_AH_SRC: return sizeof(struct fc_api_create_ah_src);
 	case FC_API_CREATE_SRQ: return sizeof(struct fc_api_create_srq);
 	case FC_API_REG_MR: return sizeof(struct fc_api_reg_mr);
 	case FC_API_CREATE_CQ: return sizeof(struct fc_api_create_cq);

@@ -22,7 +22,9 @@
  *   falcon_post_send(qp, &wr, &bad);  ...  falcon_poll_cq(cq, n, wc);
  *
  * Errors: functions returning int return 0 or a negative errno and set errno to its
- * absolute value; constructors return NULL and set errno. falcon_strerror names them.
+ * absolute value; constructors return NULL and set errno. falcon_strerror names them;
+ * falcon_error_detail says what the last failure of the thread concerned (the socket
+ * path, the peer daemon and its reason).
  * Completion statuses and opcodes are numbered as ibverbs' (enum ibv_wc_status,
  * ibv_wc_opcode), so verbs code maps one to one.
  *
@@ -80,8 +82,11 @@ struct falcon_qp {
 /* ---- context ---- */
 
 /* Connect to falcond's API socket at socket_path (NULL: $FALCON_SOCKET, else
- * FALCON_SOCKET_DEFAULT). NULL and errno: ENOENT / ECONNREFUSED (no daemon there),
- * EPROTO (a daemon of another protocol version), ENOMEM. */
+ * FALCON_SOCKET_DEFAULT). NULL and errno: ENOENT (no socket there) / ECONNREFUSED (a stale
+ * socket: no daemon), EACCES, ENAMETOOLONG, EPROTO (a daemon of another protocol
+ * version), ENOTCONN (the daemon hung up: too many clients), ENOMEM; falcon_error_detail
+ * names the path tried and where it came from, e.g. "falcond socket /run/falcon/
+ * falcond.sock (the default): no such socket (is falcond running? ...)". */
 struct falcon_context *falcon_open(const char *socket_path);
 /* Close everything the context holds (QPs, CQs, MRs, PDs, buffers) and the context. */
 int falcon_close(struct falcon_context *ctx);
@@ -220,6 +225,12 @@ struct falcon_wc {
 	uint32_t qp_num;
 	uint32_t src_qp;
 	uint32_t vendor_err;       /* Falcon completion code | IB NAK code << 8 */
+	uint32_t src_id;           /* UD receives: the daemon that sent it, as falcond
+				      numbers the daemons it talks to (0: not known; not UD):
+				      falcon_create_ah_from_wc takes it. The same number for
+				      every QP and process of this host while falcond runs.
+				      (In what was struct falcon_wc's tail padding: the size
+				      is 48 bytes as before.) */
 };
 
 /* Up to n completions, oldest first: their number (0: none), or -EOVERFLOW, -EPROTO (the
@@ -381,10 +392,32 @@ struct falcon_qp_init_attr {
  * falcond (cm-port default FALCON_CM_PORT_DEFAULT; IPv6 literals in brackets). Sets up a
  * Falcon connection between the two daemons and an RC QP at each end, both ready to
  * send when this returns. timeout_ms < 0: the daemon's bound (about 3 s of retries).
- * NULL and errno: EINVAL (bad attr), EHOSTUNREACH / ENOENT (name does not resolve),
- * ECONNREFUSED (no listener for the service, or the peer refused our version or
- * features), ETIMEDOUT (no answer), ENOSPC (connection or QP tables full), EIO (a CQ in
- * attr overflowed: falcon_poll_cq). */
+ * NULL and errno, each a distinct cause (falcon_error_detail names the peer and says
+ * more, e.g. "127.0.0.1:7473 refused our handshake: our key is not on its allow-list"):
+ *   EINVAL        bad attr or host
+ *   ENOENT        the name does not resolve
+ *   ECONNREFUSED  no listener for the service at the peer
+ *   EAGAIN        the peer's listener has a full backlog
+ *   EACCES        not allowed: the peer's allow-list does not have our key, or we have
+ *                 no key for it (security psp)
+ *   EKEYREJECTED  the peer could not authenticate us: the key we have for it is wrong
+ *   EPROTONOSUPPORT  security mismatch: the peer runs security none and we psp or the
+ *                 other way round, or another PSP cipher
+ *   EPROTO        the peer speaks another CM version or lacks a feature one side requires
+ *   ESTALE        the peer's clock and ours differ by more than 2 minutes
+ *   EUSERS        the peer daemon is out of resources (its connection or QP table full)
+ *   ENOSPC        our daemon's tables are full
+ *   EHOSTUNREACH  unreachable: an ICMP port unreachable (no falcond on that port) or host
+ *                 / network unreachable came back, or there is no route
+ *   ETIMEDOUT     no answer of any kind from the peer within 1 s (or three CM retry
+ *                 intervals if longer: falcond(8) --cm-retry-ms), whatever timeout_ms,
+ *                 or the connection not complete within timeout_ms
+ *   EPROTOTYPE    the peer's QP does not pair with ours
+ *   EIO           a CQ in attr overflowed (falcon_poll_cq's -EOVERFLOW)
+ * Refusals arrive within a round trip: the peer answers a refused request at once (in
+ * security psp a refused handshake too, in clear: the reason only, never larger than the
+ * request, at most 100 refusals a second per daemon). A peer that is busy (a request
+ * waiting for its falcon_accept) says so, so that a slow accept is no silence. */
 struct falcon_qp *falcon_connect(struct falcon_pd *pd, const char *host, uint16_t service,
 				 const struct falcon_qp_init_attr *attr, int timeout_ms);
 
@@ -394,7 +427,7 @@ struct falcon_listener *falcon_listen(struct falcon_context *ctx, uint16_t servi
 				      int backlog);
 /* Take the next connection request (waiting up to timeout_ms; -1: forever), create this
  * side's QP with attr and complete the connection. NULL and errno: ETIMEDOUT, and the
- * errors of falcon_connect. */
+ * errors of falcon_connect (falcon_error_detail names the peer). */
 struct falcon_qp *falcon_accept(struct falcon_listener *l, struct falcon_pd *pd,
 				const struct falcon_qp_init_attr *attr, int timeout_ms);
 int falcon_listener_close(struct falcon_listener *l);
@@ -473,8 +506,18 @@ int falcon_query_qp_attr(struct falcon_qp *qp, struct falcon_qp_attr *attr);
 /* An address handle in pd naming the falcond at host (as falcon_connect's host): the two
  * daemons open a Falcon connection for it, so this waits for the peer's answer (up to
  * timeout_ms; < 0: about 3 s). A UD work request names it with the peer's QP number and
- * Q_Key. NULL and errno: EINVAL, ENOENT / EHOSTUNREACH, ETIMEDOUT, ECONNREFUSED, ENOSPC. */
+ * Q_Key. NULL and errno: EINVAL, and the errors of falcon_connect but ECONNREFUSED,
+ * EAGAIN and EPROTOTYPE (falcon_error_detail names the peer). */
 struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, int timeout_ms);
+/* An address handle to the daemon that sent the UD datagram of wc (a receive completion
+ * of a UD QP, status SUCCESS: wc->src_id), as ibv_create_ah_from_wc: answer the sender
+ * with it, naming wc->src_qp and the Q_Key the two sides agreed. The sender's daemon
+ * need not be known otherwise. Waits as falcon_create_ah (an AH to that daemon may exist
+ * already: then at once). NULL and errno: EINVAL (NULL, not a successful UD receive),
+ * ENOENT (wc->src_id 0, or a number falcond did not give: another daemon's completion,
+ * or falcond restarted since), and the errors of falcon_create_ah. */
+struct falcon_ah *falcon_create_ah_from_wc(struct falcon_pd *pd, const struct falcon_wc *wc,
+					   int timeout_ms);
 /* Work requests still using it complete as they would have; the connection closes after. */
 int falcon_destroy_ah(struct falcon_ah *ah);
 
@@ -594,6 +637,13 @@ int falcon_post_recv(struct falcon_qp *qp, struct falcon_recv_wr *wr,
 
 /* A message for a negative errno of this API (or a positive one). */
 const char *falcon_strerror(int err);
+/* What the last call of this thread that failed concerned and why, in a sentence to show
+ * as it is: the socket path falcon_open tried, the peer daemon that refused a connection
+ * and its reason, the host that did not resolve. Thread-local, as errno: set by every
+ * call that fails (to falcon_strerror's text when there is no more to say), unchanged by
+ * calls that succeed; never NULL ("" before any failure). Valid until the thread's next
+ * failing call. */
+const char *falcon_error_detail(void);
 /* "SUCCESS", "REM_ACCESS_ERR", ... as ibverbs names them without IBV_WC_. */
 const char *falcon_wc_status_str(uint32_t status);
 

@@ -105,7 +105,8 @@ struct fc_ring_cqe {
 	uint64_t wr_id;
 	uint8_t status;       /* enum fc_wc_status, numbered as ibv_wc_status */
 	uint8_t opcode;       /* numbered as ibv_wc_opcode (enum fc_rdma_wc_opcode) */
-	uint16_t pad0;
+	uint16_t src_id;      /* UD receives: the sending daemon, 1 + falcond's index of it
+				 (its node peer); 0: not known, or not a UD receive (was pad) */
 	uint32_t flags;
 	uint32_t byte_len;
 	uint32_t imm_data;

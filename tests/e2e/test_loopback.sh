@@ -189,7 +189,7 @@ for _ in $(seq 100); do "$FALCONCTL" -r "$TD_DIR/c" status >/dev/null 2>&1 && br
 E2E_SERVICE=5004 "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_DIR/c/falcond.sock" "127.0.0.1:$((TD_BASE + 5))" >"$TD_DIR/refused.log" 2>&1
 rc=$?
 cat "$TD_DIR/refused.log"
-if [ $rc -ne 0 ] && grep -q "connection refused" "$TD_DIR/refused.log" && grep -q "lacks features 0x80" "$TD_DIR/c.log" && grep -q "refused a service connection" "$TD_DIR/a.log"; then
+if [ $rc -ne 0 ] && grep -q "protocol version or features do not match .*refused the service connection: features do not match" "$TD_DIR/refused.log" && grep -q "lacks features 0x80" "$TD_DIR/c.log" && grep -q "refused a service connection" "$TD_DIR/a.log"; then
 	e2e_ok "a peer lacking a required feature is refused, with the reason logged on both sides"
 else
 	e2e_fail "feature refusal"

@@ -1122,6 +1122,9 @@ static void test_ud_qkey_and_dispatch(void **state)
 
 	(void)state;
 	conn_pair(0, 0, 1); /* M:N, unordered */
+	/* B's name for A (the node's: 1 + its peer index), which UD completions carry */
+	assert_int_equal(fc_rdma_conn_set_src(B->d, B->conn[0], 7), 0);
+	assert_int_equal(fc_rdma_conn_set_src(B->d, NULL, 7), -ENOENT);
 	qp_init(A, &a, FC_RDMA_QPT_UD, FC_RDMA_ORDER_NONE, FC_RDMA_MODE_CIE, 0);
 	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qa), 0);
 	qp_init(B, &a, FC_RDMA_QPT_UD, FC_RDMA_ORDER_NONE, FC_RDMA_MODE_CIE, 0);
@@ -1172,7 +1175,9 @@ static void test_ud_qkey_and_dispatch(void **state)
 	assert_int_equal(wc.wr_id, 1);
 	assert_int_equal(wc.byte_len, 20);
 	assert_int_equal(wc.src_qp, qa);
+	assert_int_equal(wc.src_id, 7); /* the sender: whom falcon_create_ah_from_wc answers */
 	assert_int_equal(poll1(B, B->rcq, &wc), 1);
+	assert_int_equal(wc.src_id, 7);
 	assert_int_equal(wc.qp_num, qb2);
 	assert_int_equal(wc.wr_id, 2);
 	assert_int_equal(wc.byte_len, 200);
