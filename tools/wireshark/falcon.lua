@@ -23,6 +23,14 @@
 -- Use:  tshark -X lua_script:tools/wireshark/falcon.lua -r cap.pcap
 --       (or install it into a Lua plugin folder, see README; -o falcon.udp_ports:N,M)
 
+-- Registered once per Wireshark: a copy in a plugin folder (make install, the
+-- falcon-wireshark package) and this file again with -X lua_script would otherwise make
+-- Wireshark refuse the second ("two protocols with the same description").
+if rawget(_G, "falcon_dissector_loaded") then
+	return
+end
+falcon_dissector_loaded = true
+
 local p_psp = Proto("falcon_psp", "PSP (Falcon encapsulation)")
 local p_fal = Proto("falcon", "Falcon")
 local p_rdma = Proto("falcon_rdma", "RDMA over Falcon")
