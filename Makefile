@@ -30,6 +30,11 @@ SHELL := /bin/bash
 SAN ?= 0
 BUILD ?= build$(if $(filter 1,$(SAN)),-san)
 CC := gcc
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+# NO_RPATH=1: no RUNPATH in the programs and the provider (Debian packages: the library is
+# where ld.so looks); otherwise they find libfalcon-client beside them in the build tree
+# and where make install puts it
+NO_RPATH ?= 0
 CLANG ?= clang
 BPFTOOL ?= bpftool
 FUZZ_SECONDS ?= 60
@@ -42,15 +47,18 @@ DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
+# falcon's version: the programs' --version, the library's file name, the packages
+# (debian/changelog says the same; make deb checks)
+VERSION := 0.1.0
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Iinclude -Idaemon/engine -Idaemon \
-	-MMD -MP
+	-DFALCON_RELEASE='"$(VERSION)"' -MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ifeq ($(SAN),1)
 CFLAGS_BASE += $(SAN_FLAGS)
 LDFLAGS_BASE := $(SAN_FLAGS)
 endif
 CFLAGS ?=
-ALL_CFLAGS := $(CFLAGS_BASE) $(CFLAGS)
+ALL_CFLAGS := $(CFLAGS_BASE) $(CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS := $(LDFLAGS_BASE) $(LDFLAGS)
 
 # ---------------------------------------------------------------------------
@@ -147,11 +155,11 @@ $(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_L
 		$(ALL_LDFLAGS) $(SIM_LIBS)
 
 # the daemon, the client library, falconctl, examples (daemon/daemon.mk)
-PREFIX ?= /usr/local
-SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 include daemon/daemon.mk
 # the libfabric provider (fabric/fabric.mk)
 include fabric/fabric.mk
+# make install / uninstall and the directories they use (install.mk)
+include install.mk
 # an MPI program over it (Open MPI's ofi MTL), run by tests/e2e/test_mpi.sh; built when
 # mpicc is there (make deps installs it)
 DEB_PKGS += openmpi-bin libopenmpi-dev
@@ -188,29 +196,22 @@ SIM_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && \
 	printf '%#x' $$(( 0x$$h << 20 )) || echo 1)
 
 # ---------------------------------------------------------------------------
-# Wireshark: the Lua dissector (tools/wireshark/falcon.lua), installed into the Lua plugin
-# folder tshark reads (`tshark -G folders`, "Global Lua Plugins"; without tshark
-# $(PREFIX)/lib/<multiarch>/wireshark/plugins), and falcon-dump, the same fields read by
-# the project's decoders, which tests/e2e/test_dissector.sh compares with tshark's
+# Wireshark: the Lua dissector (tools/wireshark/falcon.lua), installed into
+# $(WIRESHARK_LUA_DIR) (install.mk: LIBDIR/wireshark/plugins, for PREFIX=/usr the global
+# Lua plugin folder of Debian's Wireshark), and falcon-dump, the same fields read by the
+# project's decoders, which tests/e2e/test_dissector.sh compares with tshark's
 # ---------------------------------------------------------------------------
 DEB_PKGS += tshark
 FALCON_DUMP := $(BUILD)/tools/falcon-dump
-WIRESHARK_LUA_DIR ?= $(or $(shell tshark -G folders 2>/dev/null | \
-	awk -F'\t' '/^Global Lua Plugins:/ {print $$2}'),$(PREFIX)/lib/$(shell $(CC) -print-multiarch)/wireshark/plugins)
 $(FALCON_DUMP): tools/falcon-dump.c $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(ENGINE_LIB) $(ALL_LDFLAGS)
 all: $(FALCON_DUMP) $(BUILD)/tests/e2e/dissector_load
-install: install-wireshark
-install-wireshark:
-	install -d $(DESTDIR)$(WIRESHARK_LUA_DIR)
-	install -m 644 tools/wireshark/falcon.lua $(DESTDIR)$(WIRESHARK_LUA_DIR)/
-.PHONY: install-wireshark
 
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo install e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-compare-selftest bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-compare-selftest bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(FABRIC_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -238,7 +239,7 @@ test: deps
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
 		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
 		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh tests/e2e/test_mpi.sh \
-		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh \
+		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh tests/e2e/test_install.sh \
 		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
@@ -247,40 +248,6 @@ test: deps
 demo: deps
 	@$(MAKE) --no-print-directory $(FALCOND) $(FALCONCTL) $(BUILD)/examples/demo
 	@BUILD=$(BUILD) scripts/demo.sh
-
-# make install PREFIX=/usr/local (DESTDIR for staging): daemon, CLI, library, headers,
-# pkg-config file, examples
-install: $(FALCOND) $(FALCONCTL) $(CLIENT_LIB) $(FALCON_PERF)
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/falcon $(DESTDIR)$(PREFIX)/share/doc/falcon/examples
-	install -m 755 $(FALCOND) $(DESTDIR)$(PREFIX)/sbin/falcond
-	install -m 755 $(FALCONCTL) $(FALCON_PERF) $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(CLIENT_LIB).$(CLIENT_VERSION) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libfalcon-client.so.$(CLIENT_VERSION) $(DESTDIR)$(PREFIX)/lib/$(CLIENT_SONAME)
-	ln -sf libfalcon-client.so.$(CLIENT_VERSION) $(DESTDIR)$(PREFIX)/lib/libfalcon-client.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(CLIENT_VERSION)|' lib/falcon-client.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/falcon-client.pc
-	install -m 644 include/falcon/falcon.h include/falcon/api.h include/falcon/queue.h \
-		$(DESTDIR)$(PREFIX)/include/falcon/
-	install -m 644 examples/*.c $(wildcard examples/README.md) \
-		$(DESTDIR)$(PREFIX)/share/doc/falcon/examples/
-	install -d $(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man5 \
-		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/lib/systemd/system \
-		$(DESTDIR)$(PREFIX)/lib/sysusers.d $(DESTDIR)$(PREFIX)/lib/tmpfiles.d \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(SYSCONFDIR)/falcon
-	install -m 644 docs/man/libfalcon-client.3 $(DESTDIR)$(PREFIX)/share/man/man3/
-	install -m 644 docs/man/falcond.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/
-	install -m 644 docs/man/falcond.8 docs/man/falconctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	$(call unit_of,$(PREFIX)/sbin,$(SYSCONFDIR)) > $(DESTDIR)$(PREFIX)/lib/systemd/system/falcond.service
-	install -m 644 systemd/falcon.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/falcon.conf
-	install -m 644 systemd/falcon.tmpfiles $(DESTDIR)$(PREFIX)/lib/tmpfiles.d/falcon.conf
-	install -m 644 cli/falconctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/falconctl
-	install -m 644 systemd/falcond.conf.example $(DESTDIR)$(PREFIX)/share/doc/falcon/
-	[ -e $(DESTDIR)$(SYSCONFDIR)/falcon/falcond.conf ] || \
-		install -m 640 systemd/falcond.conf.example $(DESTDIR)$(SYSCONFDIR)/falcon/falcond.conf
-
-# the systemd unit with its paths: $(call unit_of,SBINDIR,SYSCONFDIR)
-unit_of = sed -e 's|@SBINDIR@|$(1)|' -e 's|@SYSCONFDIR@|$(2)|' systemd/falcond.service.in
 
 # the chaos run of the e2e test at full length: 1 GiB of verified WRITEs and READs between
 # two namespaces with drop 5 %, duplicate 1 %, reorder 2 % in the daemons (root)

@@ -20,7 +20,7 @@ $(FALCOND): $(FALCOND_OBJS) $(NODE_LIB) $(ENGINE_LIB)
 		$(XDP_LIBS)
 
 # the client library: position-independent, only falcon_* exported (symbol version map)
-CLIENT_VERSION := 0.1.0
+CLIENT_VERSION := $(VERSION)
 CLIENT_SONAME := libfalcon-client.so.0
 CLIENT_LIB := $(BUILD)/lib/libfalcon-client.so
 $(BUILD)/lib/client.pic.o: lib/client.c
@@ -33,17 +33,15 @@ $(CLIENT_LIB): $(BUILD)/lib/client.pic.o lib/libfalcon-client.map
 	ln -sf $(notdir $@).$(CLIENT_VERSION) $(BUILD)/lib/$(CLIENT_SONAME)
 	ln -sf $(notdir $@).$(CLIENT_VERSION) $@
 
-$(BUILD)/lib/falcon-client.pc: lib/falcon-client.pc.in
-	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(CLIENT_VERSION)|' $< > $@
-
 FALCONCTL := $(BUILD)/cli/falconctl
 $(FALCONCTL): cli/falconctl.c $(BUILD)/daemon/hs.o $(BUILD)/cli/plot.o
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/daemon/hs.o $(BUILD)/cli/plot.o -o $@ $(ALL_LDFLAGS) -lsodium
 
-# programs over the client library find it beside them in the build tree
-CLIENT_LINK := -L$(BUILD)/lib -lfalcon-client -Wl,-rpath,'$$ORIGIN/../lib' -lpthread
+# programs over the client library find it beside them in the build tree, and installed
+# (install.mk's LIBDIR) one directory up from BINDIR
+CLIENT_LINK := -L$(BUILD)/lib -lfalcon-client $(if $(filter 1,$(NO_RPATH)),,\
+	-Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/../lib/$(MULTIARCH)') -lpthread
 EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 $(BUILD)/examples/%: examples/%.c $(CLIENT_LIB)
 	@mkdir -p $(@D)
@@ -54,7 +52,7 @@ $(BUILD)/bench/falcon-perf: bench/falcon_perf.c $(CLIENT_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) $(CLIENT_LINK) -lm
 
-DAEMON_ALL := $(FALCOND) $(CLIENT_LIB) $(BUILD)/lib/falcon-client.pc $(FALCONCTL) \
+DAEMON_ALL := $(FALCOND) $(CLIENT_LIB) $(FALCONCTL) \
 	$(EXAMPLE_BINS) $(FALCON_PERF)
 
 # end-to-end test programs (tests/e2e/*.sh run them against live daemons)

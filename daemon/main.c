@@ -19,7 +19,7 @@
 #include "falcond.h"
 #include "log.h"
 
-#define FALCOND_VERSION "0.1"
+#define FALCOND_VERSION FALCON_RELEASE /* the Makefile's VERSION */
 
 enum opt_id {
 	O_CONFIG = 'c', O_HELP = 'h', O_VERSION = 'V',

@@ -39,12 +39,13 @@ STAGE=$TD_DIR/stage
 san=0 sanflags=""
 case "$BUILD" in *-san) san=1 sanflags="-fsanitize=address,undefined" ;; esac
 if make --no-print-directory -s install SAN=$san BUILD="$BUILD" DESTDIR="$STAGE" PREFIX=/usr >"$TD_DIR/install.log" 2>&1 &&
-   cflags=$(PKG_CONFIG_SYSROOT_DIR=$STAGE PKG_CONFIG_LIBDIR=$STAGE/usr/lib/pkgconfig pkg-config --cflags --libs falcon-client) &&
+   libdir=$(make --no-print-directory -s install-dirs PREFIX=/usr | sed -n 's/^LIBDIR=//p') &&
+   cflags=$(PKG_CONFIG_SYSROOT_DIR=$STAGE PKG_CONFIG_LIBDIR=$STAGE$libdir/pkgconfig pkg-config --cflags --libs falcon-client) &&
    gcc -Wall -Werror $sanflags examples/rc_pingpong.c $cflags -o "$TD_DIR/pp-installed" 2>>"$TD_DIR/install.log"; then
-	FALCON_SOCKET=$TD_SOCK_B LD_LIBRARY_PATH=$STAGE/usr/lib timeout 30 "$TD_DIR/pp-installed" >"$TD_DIR/ppi.log" 2>&1 &
+	FALCON_SOCKET=$TD_SOCK_B LD_LIBRARY_PATH=$STAGE$libdir timeout 30 "$TD_DIR/pp-installed" >"$TD_DIR/ppi.log" 2>&1 &
 	ppi=$!
 	for _ in $(seq 50); do grep -q waiting "$TD_DIR/ppi.log" && break; sleep 0.1; done
-	out=$(FALCON_SOCKET=$TD_SOCK_A LD_LIBRARY_PATH=$STAGE/usr/lib timeout 30 "$TD_DIR/pp-installed" "$TD_CM_B" 20 2>&1)
+	out=$(FALCON_SOCKET=$TD_SOCK_A LD_LIBRARY_PATH=$STAGE$libdir timeout 30 "$TD_DIR/pp-installed" "$TD_CM_B" 20 2>&1)
 	rc=$?
 	wait $ppi
 	if [ $rc -eq 0 ] && grep -q "^20 round trips" <<<"$out"; then
