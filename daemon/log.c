@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -23,9 +25,39 @@ int fc_log_parse_level(const char *s)
 	return -1;
 }
 
+/* Is stderr the journal's stream? systemd names it in JOURNAL_STREAM as "DEV:INO"; a
+ * child that inherited the variable but writes elsewhere (a shell redirect, a pipe) must
+ * not get sd-daemon's "<N>" prefixes (sd_journal_stream_fd(3)). */
+static int stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+/* ISO 8601 local time with milliseconds and the zone: 2026-11-26T14:03:05.123+01:00. */
+static int iso8601(char *buf, size_t cap)
+{
+	struct timespec ts;
+	struct tm tm;
+	char zone[8];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(zone, sizeof(zone), "%z", &tm); /* +0100 */
+	return snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ld%.3s:%.2s",
+			tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			tm.tm_sec, ts.tv_nsec / 1000000, zone, zone + 3);
+}
+
 void fc_log(int level, const char *fmt, ...)
 {
 	static int journal = -1;
+	static const char *const lvl[8] = { "", "", "", "error", "warn", "", "info", "debug" };
 	char line[1024];
 	va_list ap;
 	int n;
@@ -33,18 +65,12 @@ void fc_log(int level, const char *fmt, ...)
 	if (level > fc_log_level)
 		return;
 	if (journal < 0)
-		journal = getenv("JOURNAL_STREAM") != NULL;
+		journal = stderr_is_journal();
 	if (journal) {
 		n = snprintf(line, sizeof(line), "<%d>", level);
 	} else {
-		struct timespec ts;
-		struct tm tm;
-		static const char *const lvl[8] = { "", "", "", "error", "warn", "", "info", "debug" };
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		localtime_r(&ts.tv_sec, &tm);
-		n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld %s: ", tm.tm_hour, tm.tm_min,
-			     tm.tm_sec, ts.tv_nsec / 1000000, lvl[level & 7]);
+		n = iso8601(line, sizeof(line));
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %s: ", lvl[level & 7]);
 	}
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
