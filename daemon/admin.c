@@ -351,11 +351,11 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		} else if (d->io_why[0]) {
 			fd_json_kstr(&j, "xdp_not_used", d->io_why);
 		}
-		fd_json_kstr(&j, "security", d->sec ? "psp (authenticated peers, encrypted "
-				 "packets)" : "none (PSP NULL header: packets are neither "
-				 "encrypted nor authenticated)");
-		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off (fixed windows and RTO)" :
-				 d->rue_th ? "swift (RUE thread)" : "swift (in the loop)");
+		/* enums, not prose (falconctl status and falcond(8) say what they mean):
+		 * security psp | none, cc swift | off, rue thread | inline */
+		fd_json_kstr(&j, "security", d->sec ? "psp" : "none");
+		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off" : "swift");
+		fd_json_kstr(&j, "rue", d->rue_th ? "thread" : "inline");
 		fd_json_kstr(&j, "address", d->cfg.listen_addr);
 		fd_json_kv(&j, "data_port", "%u", d->cfg.data_port);
 		fd_json_kv(&j, "cm_port", "%u", d->cfg.cm_port);
@@ -368,7 +368,10 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kstr(&j, "poll", fd_poll_name(d->cfg.poll));
 		fd_json_kv(&j, "poll_us", "%u", d->cfg.poll_us);
 		fd_json_kstr(&j, "socket_busy_poll", d->cfg.poll == FD_POLL_SLEEP ? "off" :
-			     d->busy_poll_rc ? strerror(-d->busy_poll_rc) : "on");
+			     d->busy_poll_rc ? "refused" : "on");
+		if (d->cfg.poll != FD_POLL_SLEEP && d->busy_poll_rc)
+			fd_json_kstr(&j, "socket_busy_poll_errno", strerrorname_np(-d->busy_poll_rc) ?:
+				     "?");
 		fd_json_kstr(&j, "cpu", d->cfg.cpu_list[0] ? d->cfg.cpu_list : "any");
 		fd_json_kstr(&j, "sched", fd_sched_name(&d->cfg));
 		fd_json_kv(&j, "mlock", "%s", d->cfg.mlock || d->cfg.sched_policy != SCHED_OTHER ?
@@ -406,11 +409,12 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		int rc = fd_cm_rotate_keys(d->cm);
 
 		fd_json_open(&j, NULL, '{');
+		/* new PSP keys sent to every peer; the old phase is erased once all have
+		 * taken theirs */
 		if (rc)
 			fd_json_kstr(&j, "error", "security none: there are no keys to rotate");
 		else
-			fd_json_kstr(&j, "rotated", "new PSP keys sent to every peer; the old phase "
-				     "is erased once all have taken theirs");
+			fd_json_kv(&j, "rotated", "true");
 		fd_json_close(&j, '}');
 	} else if (n >= 1 && !strcmp(a, "xdp")) {
 		return xdp_cmd(ad);
