@@ -43,7 +43,7 @@ FUZZ_SMOKE_SECONDS ?= 8
 # Debian packages the project needs to build and test. Installed by `make deps`.
 DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
 	bpftool libev-dev libsodium-dev libssl-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool \
-	libfabric-dev libfabric-bin
+	libfabric-dev libfabric-bin libmicrohttpd-dev
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla

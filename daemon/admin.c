@@ -26,6 +26,10 @@
 #include "falcond.h"
 #include "log.h"
 
+#ifndef FALCON_RELEASE
+#define FALCON_RELEASE "unknown" /* built without the Makefile (the fuzz target) */
+#endif
+
 #define ADMIN_LINE_MAX 256u
 #define ADMIN_OUT_MAX (1u << 20)
 #define ADMIN_TIMEOUT_S 2.0
@@ -342,6 +346,7 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 	if (n >= 1 && !strcmp(a, "status")) {
 		fd_json_open(&j, NULL, '{');
 		fd_json_kstr(&j, "daemon", "falcond");
+		fd_json_kstr(&j, "version", FALCON_RELEASE);
 		fd_json_kv(&j, "pid", "%d", (int)getpid());
 		fd_json_kv(&j, "uptime_s", "%.1f", (double)(fd_now_ns() - d->start_ns) / 1e9);
 		fd_json_kstr(&j, "io", d->io_name);

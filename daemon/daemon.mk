@@ -2,6 +2,8 @@
 
 FALCOND_SRCS := daemon/main.c daemon/loop.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/log.c \
 	daemon/notify.c daemon/sec.c daemon/hs.c daemon/poll.c
+# --metrics: /metrics over libmicrohttpd, the admin socket's JSON rendered by prom.c
+FALCOND_SRCS += daemon/metrics.c daemon/prom.c daemon/jread.c
 # --io xdp: the AF_XDP backend and the loader of bpf/falcon_xdp (its skeleton; libxdp, libbpf)
 XDP_DAEMON_SRCS := daemon/io_xdp.c daemon/xdp_load.c
 XDP_LIBS := -lxdp -lbpf -lelf -lz
@@ -17,7 +19,7 @@ FALCOND := $(BUILD)/daemon/falcond
 $(FALCOND): $(FALCOND_OBJS) $(NODE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(FALCOND_OBJS) -o $@ $(NODE_LIB) $(ENGINE_LIB) $(ALL_LDFLAGS) -lev -lsodium -lcrypto -lpthread \
-		$(XDP_LIBS)
+		$(XDP_LIBS) -lmicrohttpd
 
 # the client library: position-independent, only falcon_* exported (symbol version map)
 CLIENT_VERSION := $(VERSION)

@@ -107,6 +107,7 @@ struct fd_cfg {
 	int sched_policy;         /* SCHED_OTHER, SCHED_FIFO or SCHED_RR */
 	int sched_prio;           /* 1..99 for FIFO and RR */
 	int mlock;                /* mlockall (also implied by a real-time class) */
+	char metrics[64];         /* --metrics ADDR:PORT ("": no HTTP server; metrics.h) */
 };
 
 struct fd_api;

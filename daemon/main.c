@@ -18,6 +18,7 @@
 #include "falcon/falcon.h"
 #include "falcond.h"
 #include "log.h"
+#include "metrics.h"
 
 #define FALCOND_VERSION FALCON_RELEASE /* the Makefile's VERSION */
 
@@ -28,6 +29,7 @@ enum opt_id {
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
 	O_CONN_DATA_CREDITS, O_RUE, O_SECURITY, O_KEY, O_PEER, O_REPLAY_MARGIN_US, O_KEY_ROTATE_S,
 	O_PSP_CIPHER, O_INSTANCE, O_POLL, O_POLL_US, O_CPU, O_SCHED, O_MLOCK,
+	O_METRICS = 1024, /* issue 26; apart from the list so that new options merge */
 };
 
 static const struct option opts[] = {
@@ -71,6 +73,7 @@ static const struct option opts[] = {
 	{ "cpu", required_argument, NULL, O_CPU },
 	{ "sched", required_argument, NULL, O_SCHED },
 	{ "mlock", no_argument, NULL, O_MLOCK },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -144,12 +147,15 @@ static void usage(FILE *f)
 		"                         other); a real-time class locks memory (--mlock) and\n"
 		"                         needs CAP_SYS_NICE / CAP_IPC_LOCK or their limits\n"
 		"  --mlock                lock falcond's memory (mlockall), also in class other\n"
+		"  --metrics ADDR:PORT    serve GET /metrics (Prometheus text) there, from a thread\n"
+		"                         of its own ([ADDR6]:PORT; :PORT for every address)\n"
 		"  -V, --version, -h, --help\n",
 		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT,
 		FD_POLL_US_DEFAULT);
 }
 
 static struct fd_notify notify;
+static struct fd_metrics *metrics;
 static int g_argc;
 static char **g_argv;
 
@@ -396,6 +402,12 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		else
 			c->mlock = !v || !strcmp(v, "yes");
 		break;
+	case O_METRICS:
+		if (strlen(v) >= sizeof(c->metrics) || fd_metrics_parse(v))
+			rc = -EINVAL;
+		else
+			strcpy(c->metrics, v);
+		break;
 	case O_LOG:
 		if ((c->log_level = fc_log_parse_level(v)) < 0)
 			rc = -EINVAL;
@@ -556,6 +568,9 @@ int main(int argc, char **argv)
 		LOG_W("falcond: NOTIFY_SOCKET=%s is not a socket address: not notifying",
 		      getenv("NOTIFY_SOCKET"));
 	rc = falcond_start(&d);
+	/* before fd_cpu_start: the metrics thread keeps the default CPUs and class */
+	if (!rc && d.cfg.metrics[0] && !(metrics = fd_metrics_start(d.cfg.metrics, d.cfg.admin_path)))
+		rc = -errno;
 	if (!rc)
 		rc = fd_cpu_start(&d);
 	for (int i = 0; i < 3 && !rc; i++) {
@@ -616,6 +631,7 @@ int main(int argc, char **argv)
 	}
 	if (rc)
 		fd_notify(&notify, "STATUS=failed to start: %s\nERRNO=%d", strerror(-rc), -rc);
+	fd_metrics_stop(metrics); /* before the admin socket goes */
 	falcond_stop(&d);
 	ev_loop_destroy(d.loop);
 	fd_notify_close(&notify);
