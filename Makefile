@@ -43,7 +43,7 @@ FUZZ_SMOKE_SECONDS ?= 8
 # Debian packages the project needs to build and test. Installed by `make deps`.
 DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
 	bpftool libev-dev libsodium-dev libssl-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool \
-	libfabric-dev libfabric-bin libmicrohttpd-dev
+	libfabric-dev libfabric-bin libmicrohttpd-dev libsmartcols-dev libpng-dev
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
@@ -134,7 +134,7 @@ $(BUILD)/tests/unit/test_hs: $(BUILD)/daemon/hs.o
 $(BUILD)/tests/unit/test_hs: UNIT_EXTRA := $(BUILD)/daemon/hs.o
 # and so do those of falconctl's modules (cli/)
 $(BUILD)/tests/unit/test_plot: $(BUILD)/cli/plot.o
-$(BUILD)/tests/unit/test_plot: UNIT_EXTRA := $(BUILD)/cli/plot.o
+$(BUILD)/tests/unit/test_plot: UNIT_EXTRA := $(BUILD)/cli/plot.o -lpng
 $(BUILD)/tests/unit/test_plot: UNIT_CFLAGS := -Icli
 
 $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)

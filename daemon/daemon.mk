@@ -36,9 +36,13 @@ $(CLIENT_LIB): $(BUILD)/lib/client.pic.o lib/libfalcon-client.map
 	ln -sf $(notdir $@).$(CLIENT_VERSION) $@
 
 FALCONCTL := $(BUILD)/cli/falconctl
-$(FALCONCTL): cli/falconctl.c $(BUILD)/daemon/hs.o $(BUILD)/cli/plot.o
+# falconctl: its tables through libsmartcols (as lsblk), the trace chart through libpng,
+# the JSON reader and the Prometheus text shared with falcond (daemon/jread.c, prom.c)
+FALCONCTL_OBJS := $(BUILD)/daemon/hs.o $(BUILD)/cli/plot.o $(BUILD)/daemon/jread.o \
+	$(BUILD)/daemon/prom.o
+$(FALCONCTL): cli/falconctl.c $(FALCONCTL_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $< $(BUILD)/daemon/hs.o $(BUILD)/cli/plot.o -o $@ $(ALL_LDFLAGS) -lsodium
+	$(CC) $(ALL_CFLAGS) $< $(FALCONCTL_OBJS) -o $@ $(ALL_LDFLAGS) -lsodium -lsmartcols -lpng
 
 # programs over the client library find it beside them in the build tree, and installed
 # (install.mk's LIBDIR) one directory up from BINDIR

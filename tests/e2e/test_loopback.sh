@@ -112,7 +112,7 @@ perf_case 5109 -t write -m bw -a -s 16K -n 200 -e
 E2E_SERVICE=5001 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 3 >"$TD_DIR/steady.log" 2>&1 &
 steady=$!
 for _ in $(seq 50); do grep -q connected "$TD_DIR/steady.log" && break; sleep 0.1; done
-out=$("$FALCONCTL" -r "$TD_DIR/a" conn list)
+out=$("$FALCONCTL" -r "$TD_DIR/a" conn list -o +role)
 echo "$out"
 if grep -q established <<<"$out" && grep -q initiator <<<"$out"; then e2e_ok "falconctl conn list shows the connection"; else e2e_fail "falconctl conn list"; fi
 id=$("$FALCONCTL" -j -r "$TD_DIR/a" conn list | grep -o '"id":[0-9]*' | head -1 | cut -d: -f2)
