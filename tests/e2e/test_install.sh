@@ -74,7 +74,7 @@ v=$(as_user "$X/bin/falconctl" --version 2>&1) && grep -q '^falconctl [0-9]' <<<
 	as_user "$X/bin/falcon-perf" --version | grep -q '^falcon-perf [0-9]' &&
 	e2e_ok "installed falconctl, falcond, falcon-perf --version ($v)" ||
 	e2e_fail "installed programs: $v"
-libs=$(as_user env PKG_CONFIG_PATH="$X/lib/$MA/pkgconfig" pkg-config --libs falcon-client 2>&1)
+libs=$(as_user env PKG_CONFIG_PATH="$X/lib/$MA/pkgconfig" pkg-config --libs falcon-client 2>&1 | xargs)
 [ "$libs" = "-L$X/lib/$MA -lfalcon-client" ] && e2e_ok "pkg-config --libs falcon-client: $libs" ||
 	e2e_fail "pkg-config --libs falcon-client: $libs"
 prov=$(as_user env FI_PROVIDER_PATH="$X/lib/$MA/libfabric" fi_info -l 2>&1 | grep -c '^falcon:')
