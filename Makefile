@@ -21,7 +21,10 @@
 #   make bench-compare falcon beside TCP, UDP, UCX, libfabric on one veth pair (root);
 #                     BENCH_PLACEMENT=pinned|shared, BENCH_POLL, BENCH_ROWS, BENCH_JSON=FILE
 #   make bench-compare-selftest  its table and JSON writer with fake figures (no root)
-#   make deps         only install missing Debian packages (idempotent)
+#   make deps         only install missing Debian packages (idempotent; deps-build: only
+#                     what building needs, as make demo does)
+#   make install      PREFIX, DESTDIR, LIBDIR, SYSCONFDIR (install.mk); make uninstall
+#   make deb          the Debian packages into build/deb/ (debian/), lintian over them
 #   make clean
 
 .DEFAULT_GOAL := all
@@ -40,10 +43,17 @@ BPFTOOL ?= bpftool
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 8
 
-# Debian packages the project needs to build and test. Installed by `make deps`.
-DEB_PKGS := gcc make pkg-config clang llvm libclang-rt-dev libbpf-dev libxdp-dev \
-	bpftool libev-dev libsodium-dev libssl-dev libcmocka-dev iproute2 valgrind systemd man-db ethtool \
-	libfabric-dev libfabric-bin libmicrohttpd-dev libsmartcols-dev libpng-dev
+# Debian packages, by what needs them (scripts/deps.sh installs those missing, as root):
+#   make deps-build  falcond, falconctl, the library and falcon-perf: what make demo needs
+#   make deps        that and what make test runs (below, and DEB_PKGS += further down)
+#   make deb-deps    that and what building the Debian packages needs (make deb)
+BUILD_PKGS := gcc make pkg-config clang libbpf-dev libxdp-dev bpftool libev-dev libsodium-dev \
+	libssl-dev libmicrohttpd-dev libsmartcols-dev libpng-dev
+DEB_PKGS := $(BUILD_PKGS) libfabric-dev llvm libclang-rt-dev libcmocka-dev iproute2 valgrind systemd man-db \
+	ethtool libfabric-bin curl bash-completion
+# promtool checks falcond's /metrics (tests/e2e/test_metrics.sh)
+DEB_PKGS += prometheus
+PACKAGING_PKGS := debhelper dpkg-dev lintian fakeroot
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
@@ -211,12 +221,18 @@ all: $(FALCON_DUMP) $(BUILD)/tests/e2e/dissector_load
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-compare-selftest bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: demo deps-build deb-deps e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-compare-selftest bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(FABRIC_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
+
+deps-build:
+	@scripts/deps.sh $(BUILD_PKGS)
+
+deb-deps: deps
+	@scripts/deps.sh $(PACKAGING_PKGS)
 
 # the other stacks the netns benchmark measures falcon against
 BENCH_PKGS := iperf3 sockperf ucx-utils libfabric-bin gnuplot-nox
@@ -239,13 +255,13 @@ test: deps
 		--suite e2e --wrap "env BUILD=$(BUILD)" tests/e2e/test_loopback.sh tests/e2e/test_netns.sh \
 		tests/e2e/test_service.sh tests/e2e/test_security.sh tests/e2e/test_dissector.sh \
 		tests/e2e/test_router.sh tests/e2e/test_fabric.sh tests/e2e/test_xdp.sh tests/e2e/test_mpi.sh \
-		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh tests/e2e/test_install.sh tests/e2e/test_cli.sh \
+		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh tests/e2e/test_install.sh tests/e2e/test_cli.sh tests/e2e/test_metrics.sh \
 		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
 
 # make demo: two falcond on 127.0.0.1 and a client through every operation (no root)
-demo: deps
+demo: deps-build
 	@$(MAKE) --no-print-directory $(FALCOND) $(FALCONCTL) $(BUILD)/examples/demo
 	@BUILD=$(BUILD) scripts/demo.sh
 
