@@ -360,7 +360,7 @@ fuzz-smoke: $(FUZZ_BINS)
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(shell find build build-san build-fuzz -name '*.d' 2>/dev/null)
+-include $(shell find build build-san build-fuzz -path build/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # the API fuzz target runs a whole daemon in the fuzzer's process (tests/fuzz/fuzz_api.c)
 FUZZ_DAEMON_SRCS := $(XDP_DAEMON_SRCS) daemon/loop.c daemon/poll.c daemon/api.c daemon/cm.c daemon/admin.c daemon/json.c daemon/sec.c daemon/hs.c \

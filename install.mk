@@ -65,6 +65,7 @@ f 644 $(INST)/falcon.tmpfiles $(TMPFILES_DIR)/falcon.conf
 f 644 docs/man/falcond.8 $(MANDIR)/man8/falcond.8
 f 644 docs/man/falconctl.8 $(MANDIR)/man8/falconctl.8
 f 644 docs/man/falcond.conf.5 $(MANDIR)/man5/falcond.conf.5
+f 644 docs/man/falcon-perf.1 $(MANDIR)/man1/falcon-perf.1
 f 644 cli/falconctl.bash $(BASH_COMPLETION_DIR)/falconctl
 f 644 daemon/falcond.bash $(BASH_COMPLETION_DIR)/falcond
 f 644 bench/falcon-perf.bash $(BASH_COMPLETION_DIR)/falcon-perf
@@ -112,3 +113,21 @@ install-dirs:
 		BASH_COMPLETION_DIR,echo $(v)=$($(v));)
 
 .PHONY: programs install install-wireshark uninstall install-dirs
+
+# ---------------------------------------------------------------------------
+# make deb: the Debian packages (debian/) built from a copy of the tree in
+# $(DEB_DIR)/src (dpkg-buildpackage writes its .deb files into the parent of the tree it
+# builds: $(DEB_DIR)), then lintian over them; fails on a lintian error or when
+# debian/changelog's version is not the Makefile's VERSION.
+# ---------------------------------------------------------------------------
+DEB_DIR ?= $(BUILD)/deb
+deb: deb-deps
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || \
+		{ echo "debian/changelog says $$v, the Makefile's VERSION $(VERSION)" >&2; exit 1; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	git ls-files -z -co --exclude-standard | \
+		tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error --info $(DEB_DIR)/*.changes
+	@ls -l $(DEB_DIR)/*.deb
+.PHONY: deb

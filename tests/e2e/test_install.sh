@@ -81,6 +81,22 @@ prov=$(as_user env FI_PROVIDER_PATH="$X/lib/$MA/libfabric" fi_info -l 2>&1 | gre
 [ "$prov" = 1 ] && e2e_ok "fi_info -l with FI_PROVIDER_PATH=\$HOME/x/lib/$MA/libfabric lists falcon" ||
 	e2e_fail "fi_info -l does not list the installed provider"
 
+# the README's steps without root: a key, falcond on UDP from the installed configuration,
+# falconctl reaching it
+port=$(( 20000 + ($$ * 7) % 12000 ))
+as_user "$X/bin/falconctl" key generate -o "$X/etc/falcon/falcond.key" >/dev/null &&
+as_user mkdir -p "$UHOME/run" &&
+as_user sh -c "echo \$\$ >'$UHOME/pid'; exec '$X/sbin/falcond' -c '$X/etc/falcon/falcond.conf' \
+	--runtime-dir '$UHOME/run' --io udp --port $port --cm-port $((port + 1)) 2>'$UHOME/falcond.log'" &
+for _ in $(seq 100); do [ -S "$UHOME/run/falconctl.sock" ] && break; sleep 0.05; done
+st=$(as_user "$X/bin/falconctl" -r "$UHOME/run" -j status 2>&1)
+[ -s "$UHOME/pid" ] && kill -TERM "$(cat "$UHOME/pid")"
+wait
+grep -q '"security":"psp"' <<<"$st" &&
+	e2e_ok "installed falcond started from its configuration and key; falconctl status reaches it" ||
+	{ e2e_fail "installed falcond: $st"; cat "$UHOME/falcond.log"; }
+rm -f "$X/etc/falcon/falcond.key"
+
 # uninstall: nothing left below PREFIX
 out=$(mk uninstall 2>&1)
 rc=$?
