@@ -20,7 +20,9 @@ cleanup() {
 trap cleanup EXIT
 
 # the build first (as whoever runs the test), so the user only installs
-make --no-print-directory -s programs >/dev/null || { e2e_fail "make programs"; e2e_done; exit 1; }
+case "$BUILD" in *-san) SANV=1 ;; *) SANV=0 ;; esac
+make --no-print-directory -s SAN=$SANV BUILD="$BUILD" programs >/dev/null ||
+	{ e2e_fail "make programs"; e2e_done; exit 1; }
 
 if [ "$(id -u)" = 0 ]; then
 	U=fci$$
@@ -34,7 +36,9 @@ else
 fi
 X=$UHOME/x
 MA=$(gcc -print-multiarch)
-mk() { as_user make --no-print-directory -s -C "$SRC" BUILD="$BUILD" INST="$UHOME/.inst" PREFIX="$X" "$@"; }
+san=0
+case "$BUILD" in *-san) san=1 ;; esac
+mk() { as_user make --no-print-directory -s -C "$SRC" SAN=$san BUILD="$BUILD" INST="$UHOME/.inst" PREFIX="$X" "$@"; }
 
 out=$(mk install 2>&1)
 rc=$?
