@@ -377,6 +377,11 @@ build-fuzz/fuzz_encap_psp: tests/fuzz/fuzz_encap_psp.c daemon/encap_psp.c $(ENGI
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< daemon/encap_psp.c $(ENGINE_SRCS) -o $@ -lsodium -lcrypto
 
+# the admin JSON reader and the Prometheus renderer (tests/fuzz/fuzz_prom.c)
+build-fuzz/fuzz_prom: tests/fuzz/fuzz_prom.c daemon/jread.c daemon/prom.c daemon/jread.h daemon/prom.h
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -Idaemon $< daemon/jread.c daemon/prom.c -o $@
+
 # the handshake fuzz target links the handshake module and libsodium (tests/fuzz/fuzz_hs.c)
 build-fuzz/fuzz_hs: tests/fuzz/fuzz_hs.c daemon/hs.c daemon/hs.h
 	@mkdir -p $(@D)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* prom.c - the admin socket's JSON as Prometheus text (prom.h). */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,11 @@ static void label_value(FILE *f, const char *s)
 
 static void value(FILE *f, double v)
 {
-	if (v == (double)(long long)v && v < 9e15 && v > -9e15)
+	if (isnan(v))
+		fputs(" NaN\n", f);
+	else if (isinf(v))
+		fputs(v > 0 ? " +Inf\n" : " -Inf\n", f);
+	else if (v < 9e15 && v > -9e15 && v == (double)(long long)v)
 		fprintf(f, " %lld\n", (long long)v);
 	else
 		fprintf(f, " %.9g\n", v);
