@@ -146,6 +146,9 @@ $(BUILD)/tests/unit/test_hs: UNIT_EXTRA := $(BUILD)/daemon/hs.o
 $(BUILD)/tests/unit/test_plot: $(BUILD)/cli/plot.o
 $(BUILD)/tests/unit/test_plot: UNIT_EXTRA := $(BUILD)/cli/plot.o -lpng
 $(BUILD)/tests/unit/test_plot: UNIT_CFLAGS := -Icli
+# and the admin JSON reader and Prometheus renderer (daemon/jread.c, prom.c)
+$(BUILD)/tests/unit/test_prom: $(BUILD)/daemon/jread.o $(BUILD)/daemon/prom.o
+$(BUILD)/tests/unit/test_prom: UNIT_EXTRA := $(BUILD)/daemon/jread.o $(BUILD)/daemon/prom.o
 
 $(BPFTEST_BINS): $(BUILD)/tests/bpf/%: tests/bpf/%.c $(ENGINE_LIB) $(BPF_SKELS)
 	@mkdir -p $(@D)
