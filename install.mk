@@ -125,8 +125,12 @@ deb: deb-deps
 	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || \
 		{ echo "debian/changelog says $$v, the Makefile's VERSION $(VERSION)" >&2; exit 1; }
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
-	git ls-files -z -co --exclude-standard | \
-		tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C $(DEB_DIR)/src
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files -z -co --exclude-standard | \
+			tar --null --ignore-failed-read -T - -cf - 2>/dev/null; \
+	else \
+		tar --exclude='./build*' --exclude='./.git' -cf - .; \
+	fi | tar -xf - -C $(DEB_DIR)/src
 	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc -b
 	lintian --fail-on error --info $(DEB_DIR)/*.changes
 	@ls -l $(DEB_DIR)/*.deb
