@@ -26,10 +26,11 @@
 -- Registered once per Wireshark: a copy in a plugin folder (make install, the
 -- falcon-wireshark package) and this file again with -X lua_script would otherwise make
 -- Wireshark refuse the second ("two protocols with the same description").
-if rawget(_G, "falcon_dissector_loaded") then
+-- Wireshark gives each plugin file its own environment, so the test is whether the
+-- first copy's dissector is registered already.
+if Dissector.get("falcon_psp") then
 	return
 end
-falcon_dissector_loaded = true
 
 local p_psp = Proto("falcon_psp", "PSP (Falcon encapsulation)")
 local p_fal = Proto("falcon", "Falcon")
