@@ -81,7 +81,12 @@ v=$(as_user "$X/bin/falconctl" --version 2>&1) && grep -q '^falconctl [0-9]' <<<
 libs=$(as_user env PKG_CONFIG_PATH="$X/lib/$MA/pkgconfig" pkg-config --libs falcon-client 2>&1 | xargs)
 [ "$libs" = "-L$X/lib/$MA -lfalcon-client" ] && e2e_ok "pkg-config --libs falcon-client: $libs" ||
 	e2e_fail "pkg-config --libs falcon-client: $libs"
-prov=$(as_user env FI_PROVIDER_PATH="$X/lib/$MA/libfabric" fi_info -l 2>&1 | grep -c '^falcon:')
+# a sanitizer build of the provider loads into fi_info only with its runtimes preloaded
+san_env=()
+[ "$san" = 1 ] && san_env=(LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+	ASAN_OPTIONS=detect_leaks=0)
+prov=$(as_user env "${san_env[@]}" FI_PROVIDER_PATH="$X/lib/$MA/libfabric" fi_info -l 2>&1 |
+	grep -c '^falcon:')
 [ "$prov" = 1 ] && e2e_ok "fi_info -l with FI_PROVIDER_PATH=\$HOME/x/lib/$MA/libfabric lists falcon" ||
 	e2e_fail "fi_info -l does not list the installed provider"
 
