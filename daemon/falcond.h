@@ -71,6 +71,7 @@ struct fd_peer_cfg {
 struct fd_cfg {
 	char api_path[108];       /* API socket */
 	char admin_path[108];     /* admin socket */
+	char metrics[64];         /* --metrics ADDR:PORT ("": no HTTP server; metrics.h) */
 	char listen_addr[64];     /* data and CM address (IPv4 or IPv6 literal) */
 	uint16_t data_port, cm_port;
 	uint32_t max_conns, max_qps, max_cqs, max_mrs, max_clients;
@@ -107,7 +108,6 @@ struct fd_cfg {
 	int sched_policy;         /* SCHED_OTHER, SCHED_FIFO or SCHED_RR */
 	int sched_prio;           /* 1..99 for FIFO and RR */
 	int mlock;                /* mlockall (also implied by a real-time class) */
-	char metrics[64];         /* --metrics ADDR:PORT ("": no HTTP server; metrics.h) */
 };
 
 struct fd_api;

@@ -42,6 +42,7 @@ static const struct option opts[] = {
 	{ "runtime-dir", required_argument, NULL, O_RUNDIR },
 	{ "api-socket", required_argument, NULL, O_API },
 	{ "admin-socket", required_argument, NULL, O_ADMIN },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "io", required_argument, NULL, O_IO },
 	{ "log-level", required_argument, NULL, O_LOG },
 	{ "fault-tx", required_argument, NULL, O_FAULT_TX },
@@ -73,7 +74,6 @@ static const struct option opts[] = {
 	{ "cpu", required_argument, NULL, O_CPU },
 	{ "sched", required_argument, NULL, O_SCHED },
 	{ "mlock", no_argument, NULL, O_MLOCK },
-	{ "metrics", required_argument, NULL, O_METRICS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -89,6 +89,8 @@ static void usage(FILE *f)
 		"  --runtime-dir DIR      put falcond.sock and falconctl.sock there (default /run/falcon)\n"
 		"  --api-socket PATH      client API socket\n"
 		"  --admin-socket PATH    falconctl socket\n"
+		"  --metrics ADDR:PORT    serve GET /metrics (Prometheus text) there, from a thread\n"
+		"                         of its own ([ADDR6]:PORT; :PORT for every address)\n"
 		"  --io auto|xdp|udp      I/O backend: xdp = our XDP program attached (native mode)\n"
 		"                         to the interface of --listen and AF_XDP sockets on its\n"
 		"                         queues (root); udp = a UDP socket; auto (default) = xdp\n"
@@ -147,8 +149,6 @@ static void usage(FILE *f)
 		"                         other); a real-time class locks memory (--mlock) and\n"
 		"                         needs CAP_SYS_NICE / CAP_IPC_LOCK or their limits\n"
 		"  --mlock                lock falcond's memory (mlockall), also in class other\n"
-		"  --metrics ADDR:PORT    serve GET /metrics (Prometheus text) there, from a thread\n"
-		"                         of its own ([ADDR6]:PORT; :PORT for every address)\n"
 		"  -V, --version, -h, --help\n",
 		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT,
 		FD_POLL_US_DEFAULT);
