@@ -57,7 +57,6 @@ static int iso8601(char *buf, size_t cap)
 void fc_log(int level, const char *fmt, ...)
 {
 	static int journal = -1;
-	static const char *const lvl[8] = { "", "", "", "error", "warn", "", "info", "debug" };
 	char line[1024];
 	va_list ap;
 	int n;
@@ -69,6 +68,8 @@ void fc_log(int level, const char *fmt, ...)
 	if (journal) {
 		n = snprintf(line, sizeof(line), "<%d>", level);
 	} else {
+		static const char *const lvl[8] = { "", "", "", "error", "warn", "", "info", "debug" };
+
 		n = iso8601(line, sizeof(line));
 		n += snprintf(line + n, sizeof(line) - (size_t)n, " %s: ", lvl[level & 7]);
 	}
