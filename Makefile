@@ -46,7 +46,8 @@ FUZZ_SMOKE_SECONDS ?= 8
 # Debian packages, by what needs them (scripts/deps.sh installs those missing, as root):
 #   make deps-build  falcond, falconctl, the library and falcon-perf: what make demo needs
 #   make deps        that and what make test runs (below, and DEB_PKGS += further down)
-#   make deb-deps    that and what building the Debian packages needs (make deb)
+#   make deb-deps    deps-build, libfabric-dev and debhelper, lintian (make deb: the
+#                    packages' Build-Depends)
 BUILD_PKGS := gcc make pkg-config clang libbpf-dev libxdp-dev bpftool libev-dev libsodium-dev \
 	libssl-dev libmicrohttpd-dev libsmartcols-dev libpng-dev
 DEB_PKGS := $(BUILD_PKGS) libfabric-dev llvm libclang-rt-dev libcmocka-dev iproute2 valgrind systemd man-db \
@@ -234,8 +235,8 @@ deps:
 deps-build:
 	@scripts/deps.sh $(BUILD_PKGS)
 
-deb-deps: deps
-	@scripts/deps.sh $(PACKAGING_PKGS)
+deb-deps:
+	@scripts/deps.sh $(BUILD_PKGS) libfabric-dev $(PACKAGING_PKGS)
 
 # the other stacks the netns benchmark measures falcon against
 BENCH_PKGS := iperf3 sockperf ucx-utils libfabric-bin gnuplot-nox
