@@ -54,7 +54,7 @@ DEB_PKGS := $(BUILD_PKGS) libfabric-dev llvm libclang-rt-dev libcmocka-dev iprou
 	ethtool libfabric-bin curl bash-completion
 # promtool checks falcond's /metrics (tests/e2e/test_metrics.sh)
 DEB_PKGS += prometheus
-PACKAGING_PKGS := debhelper dpkg-dev lintian fakeroot
+PACKAGING_PKGS := debhelper dpkg-dev lintian
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla
