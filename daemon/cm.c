@@ -502,7 +502,7 @@ static void rec_release(struct cm_rec *r)
 		if (rc == -EBUSY)
 			close_later(r->cm, r->t);
 		else if (rc)
-			LOG_W("cm: closing connection %#x: %s", r->lcid, strerror(-rc));
+			LOG_W("cm: closing connection %u: %s", r->lcid, strerror(-rc));
 		r->t = NULL;
 		r->have_lcid = 0;
 	}
@@ -713,7 +713,7 @@ static void established(struct cm_rec *r)
 	r->cm->st.established++;
 	if (p)
 		p->conns++;
-	LOG_I("cm: connection %#x <-> %#x with %s established (%s %u, QP %u <-> %u)",
+	LOG_I("cm: connection %u <-> %u with %s established (%s %u, QP %u <-> %u)",
 	      r->lcid, r->rcid, addr_str(&r->cm_addr, a, sizeof(a)), kind_name[r->kind],
 	      r->service, r->lqpn, r->rqpn);
 	r->done = NULL;
@@ -1075,7 +1075,7 @@ void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid)
 
 		if (r->lcid != lcid || r->state != ST_ESTABLISHED || r->kind == KIND_AH)
 			continue;
-		LOG_W("cm: %s connection %#x to %s failed: the peer was silent past QP %u's "
+		LOG_W("cm: %s connection %u to %s failed: the peer was silent past QP %u's "
 		      "timers; telling it", kind_name[r->kind], r->lcid,
 		      addr_str(&r->cm_addr, a, sizeof(a)), r->lqpn);
 		r->state = ST_REMOTE_CLOSED; /* nothing more to say; the client closes it */
@@ -1100,7 +1100,7 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 		if (r->kind != KIND_AH)
 			fc_rdma_qp_modify(fc_node_rdma(cm->d->node), r->lqpn, &at);
 		r->state = ST_REMOTE_CLOSED;
-		LOG_I("cm: %s closed %s connection %#x (QP %u in error)",
+		LOG_I("cm: %s closed %s connection %u (QP %u in error)",
 		      addr_str(from, a, sizeof(a)), kind_name[r->kind], r->lcid, r->lqpn);
 		fd_kick(cm->d);
 	}
@@ -1323,6 +1323,11 @@ enum inner_kind { IN_WIRE = 1, IN_KEYS, IN_KEYS_ACK };
 static const char *const hs_refusal_name[8] = {
 	"unknown key", "bad MAC", "replayed", "stale", "malformed", "unsupported version",
 	"cipher or CM version mismatch", "other",
+};
+/* ... and as JSON keys and metric labels */
+static const char *const hs_refusal_key[8] = {
+	"unknown_key", "bad_mac", "replayed", "stale", "malformed", "unsupported_version",
+	"version_mismatch", "other",
 };
 
 static unsigned hs_refusal(int rc)
@@ -2115,7 +2120,7 @@ static void close_step(struct cm_rec *r)
 	struct fd_cm *cm = r->cm;
 	uint64_t owed = r->t ? fc_pdl_ack_owed_at(fc_txn_pdl(r->t)) : UINT64_MAX, now = fd_now_ns();
 
-	LOG_D("cm: closing %#x: ack owed at %llu (now %llu), try %u", r->lcid,
+	LOG_D("cm: closing %u: ack owed at %llu (now %llu), try %u", r->lcid,
 	      (unsigned long long)owed, (unsigned long long)now, r->tries);
 	if (owed != UINT64_MAX && r->tries++ < CM_CLOSE_ACK_WAITS) {
 		rec_arm(r, (owed > now ? owed - now : 0) + CM_CLOSE_ACK_SLACK_NS);
@@ -2679,17 +2684,24 @@ size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap)
 			fd_json_kv(&j, "fcwnd", "%.2f", (double)fc_pdl_fcwnd_fp(p) / FC_CWND_ONE);
 			fd_json_kv(&j, "ncwnd", "%u", fc_pdl_ncwnd(p));
 			fd_json_kv(&j, "rto_us", "%.1f", (double)fc_pdl_rto_ns(p) / 1e3);
+			fd_json_kv(&j, "srtt_us", "%.1f", (double)fc_pdl_srtt_ns(p) / 1e3);
 			fd_json_kv(&j, "outstanding_req", "%u", fc_pdl_outstanding(p, FC_WIN_REQ));
 			fd_json_kv(&j, "outstanding_data", "%u", fc_pdl_outstanding(p, FC_WIN_DATA));
 			fd_json_kv(&j, "tx_pkts", "%llu", (unsigned long long)pc->tx_pkts);
 			fd_json_kv(&j, "rx_pkts", "%llu", (unsigned long long)pc->rx_pkts);
+			fd_json_kv(&j, "tx_bytes", "%llu", (unsigned long long)pc->tx_bytes);
+			fd_json_kv(&j, "rx_bytes", "%llu", (unsigned long long)pc->rx_bytes);
 			fd_json_kv(&j, "retx_timeout", "%llu", (unsigned long long)pc->retx_timeout);
 			fd_json_kv(&j, "retx_early", "%llu", (unsigned long long)pc->retx_early);
 			fd_json_kv(&j, "rx_dup", "%llu", (unsigned long long)pc->rx_dup);
 			fd_json_kv(&j, "rx_old", "%llu", (unsigned long long)pc->rx_old);
+			fd_json_kv(&j, "rx_oow", "%llu", (unsigned long long)pc->rx_oow);
+			fd_json_kv(&j, "rx_decode_err", "%llu", (unsigned long long)pc->rx_decode_err);
+			fd_json_kv(&j, "acks_stale", "%llu", (unsigned long long)pc->acks_stale);
+			fd_json_kv(&j, "acks_bogus", "%llu", (unsigned long long)pc->acks_bogus);
 			fd_json_kv(&j, "acks_tx", "%llu", (unsigned long long)pc->backs_tx + pc->eacks_tx);
 			fd_json_kv(&j, "nacks_tx", "%llu", (unsigned long long)pc->nacks_tx);
-			fd_json_kv(&j, "dead", "%d", fc_txn_is_dead(r->t));
+			fd_json_kv(&j, "dead", "%s", fc_txn_is_dead(r->t) ? "true" : "false");
 		}
 		fd_json_close(&j, '}');
 	}
@@ -2728,7 +2740,7 @@ size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap)
 		fd_json_kv(&j, "hs_done", "%llu", (unsigned long long)cm->st.hs_done);
 		fd_json_open(&j, "hs_refused", '{');
 		for (unsigned k = 0; k < 8; k++)
-			fd_json_kv(&j, hs_refusal_name[k], "%llu",
+			fd_json_kv(&j, hs_refusal_key[k], "%llu",
 				   (unsigned long long)cm->st.hs_refused[k]);
 		fd_json_close(&j, '}');
 		fd_json_kv(&j, "rx_plain_refused", "%llu", (unsigned long long)cm->st.rx_plain_refused);

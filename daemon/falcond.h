@@ -72,6 +72,7 @@ struct fd_peer_cfg {
 struct fd_cfg {
 	char api_path[108];       /* API socket */
 	char admin_path[108];     /* admin socket */
+	char metrics[64];         /* --metrics ADDR:PORT ("": no HTTP server; metrics.h) */
 	char listen_addr[64];     /* data and CM address (IPv4 or IPv6 literal) */
 	uint16_t data_port, cm_port;
 	uint32_t max_conns, max_qps, max_cqs, max_mrs, max_clients;

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -62,6 +64,35 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
+/* Is stderr the journal's stream? systemd names it in JOURNAL_STREAM as "DEV:INO"; a
+ * child that inherited the variable but writes elsewhere (a shell redirect, a pipe) must
+ * not get sd-daemon's "<N>" prefixes (sd_journal_stream_fd(3)). */
+static int stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+/* ISO 8601 local time with milliseconds and the zone: 2026-11-26T14:03:05.123+01:00. */
+static int iso8601(char *buf, size_t cap)
+{
+	struct timespec ts;
+	struct tm tm;
+	char zone[8];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(zone, sizeof(zone), "%z", &tm); /* +0100 */
+	return snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03ld%.3s:%.2s",
+			tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			tm.tm_sec, ts.tv_nsec / 1000000, zone, zone + 3);
+}
+
 /* One line on stderr with its prefix (the caller holds the lock). */
 static void emit(int level, const char *text, const char *suffix)
 {
@@ -69,18 +100,14 @@ static void emit(int level, const char *text, const char *suffix)
 	char pre[64];
 
 	if (journal < 0)
-		journal = getenv("JOURNAL_STREAM") != NULL;
+		journal = stderr_is_journal();
 	if (journal) {
 		snprintf(pre, sizeof(pre), "<%d>", level);
 	} else {
-		struct timespec ts;
-		struct tm tm;
 		static const char *const lvl[8] = { "", "", "", "error", "warn", "", "info", "debug" };
+		int n = iso8601(pre, sizeof(pre));
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		localtime_r(&ts.tv_sec, &tm);
-		snprintf(pre, sizeof(pre), "%02d:%02d:%02d.%03ld %s: ", tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, ts.tv_nsec / 1000000, lvl[level & 7]);
+		snprintf(pre + n, sizeof(pre) - (size_t)n, " %s: ", lvl[level & 7]);
 	}
 	fprintf(stderr, "%s%s%s\n", pre, text, suffix);
 }

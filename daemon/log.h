@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.h - falcond's logging: one line per event on stderr (systemd's journal takes it
- * from there), prefixed with the level as sd-daemon's "<N>" when stderr is the journal,
- * else with a time stamp and the level's name. Levels as syslog's.
+ * from there), prefixed with the level as sd-daemon's "<N>" when stderr is the journal
+ * (JOURNAL_STREAM names stderr's device and inode), else with the date and time in ISO
+ * 8601 with the zone (2026-11-26T14:03:05.123+01:00) and the level's name. Levels as
+ * syslog's.
  *
  * Repeats are rate-limited (a peer retrying a refused handshake ten times a second must
  * not fill the journal): a line identical to one logged from the same place less than

@@ -414,7 +414,9 @@ static void close_xdp(struct fd_daemon *d)
 	d->xdp = NULL;
 }
 
-/* --io xdp / auto: XDP where it can be used, else UDP with one log line saying why. */
+/* --io auto: XDP where it can be used, else UDP with one log line saying why. --io xdp,
+ * asked for explicitly, is XDP or nothing: falcond says why and does not start (an
+ * operator who asked for XDP must not find a daemon quietly on UDP). */
 static int open_io(struct fd_daemon *d, const struct fc_encap_ops *encap)
 {
 	struct sockaddr_storage ss;
@@ -425,15 +427,18 @@ static int open_io(struct fd_daemon *d, const struct fc_encap_ops *encap)
 		return rc;
 	d->io_why[0] = 0;
 	if (d->cfg.io != FD_IO_UDP) {
-		if (open_xdp(d, (struct sockaddr *)&ss, len, encap) == 0) {
+		if ((rc = open_xdp(d, (struct sockaddr *)&ss, len, encap)) == 0) {
 			d->io_name = "xdp";
 			return 0;
 		}
 		close_xdp(d);
 		d->io = NULL;
-		fc_log(d->cfg.io == FD_IO_XDP ? FC_LOG_WARN : FC_LOG_INFO,
-		       "falcond: --io %s: XDP not used (%s): falling back to udp",
-		       d->cfg.io == FD_IO_XDP ? "xdp" : "auto", d->io_why);
+		if (d->cfg.io == FD_IO_XDP) {
+			LOG_E("falcond: --io xdp: XDP cannot be used: %s (--io auto falls back to "
+			      "udp)", d->io_why);
+			return rc < 0 ? rc : -EOPNOTSUPP;
+		}
+		LOG_I("falcond: --io auto: XDP not used (%s): falling back to udp", d->io_why);
 	}
 	d->io_name = "udp";
 	d->io = fc_io_udp_open((struct sockaddr *)&ss, len, TX_FRAMES);

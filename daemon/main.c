@@ -18,8 +18,9 @@
 #include "falcon/falcon.h"
 #include "falcond.h"
 #include "log.h"
+#include "metrics.h"
 
-#define FALCOND_VERSION "0.1"
+#define FALCOND_VERSION FALCON_RELEASE /* the Makefile's VERSION */
 
 enum opt_id {
 	O_CONFIG = 'c', O_HELP = 'h', O_VERSION = 'V',
@@ -28,6 +29,7 @@ enum opt_id {
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
 	O_CONN_DATA_CREDITS, O_RUE, O_SECURITY, O_KEY, O_PEER, O_REPLAY_MARGIN_US, O_KEY_ROTATE_S,
 	O_PSP_CIPHER, O_INSTANCE, O_POLL, O_POLL_US, O_CPU, O_SCHED, O_MLOCK,
+	O_METRICS = 1024, /* issue 26; apart from the list so that new options merge */
 };
 
 static const struct option opts[] = {
@@ -40,6 +42,7 @@ static const struct option opts[] = {
 	{ "runtime-dir", required_argument, NULL, O_RUNDIR },
 	{ "api-socket", required_argument, NULL, O_API },
 	{ "admin-socket", required_argument, NULL, O_ADMIN },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "io", required_argument, NULL, O_IO },
 	{ "log-level", required_argument, NULL, O_LOG },
 	{ "fault-tx", required_argument, NULL, O_FAULT_TX },
@@ -86,11 +89,13 @@ static void usage(FILE *f)
 		"  --runtime-dir DIR      put falcond.sock and falconctl.sock there (default /run/falcon)\n"
 		"  --api-socket PATH      client API socket\n"
 		"  --admin-socket PATH    falconctl socket\n"
+		"  --metrics ADDR:PORT    serve GET /metrics (Prometheus text) there, from a thread\n"
+		"                         of its own ([ADDR6]:PORT; :PORT for every address)\n"
 		"  --io auto|xdp|udp      I/O backend: xdp = our XDP program attached (native mode)\n"
 		"                         to the interface of --listen and AF_XDP sockets on its\n"
 		"                         queues (root); udp = a UDP socket; auto (default) = xdp\n"
-		"                         where it attaches, else udp. xdp that cannot attach\n"
-		"                         falls back to udp with a warning saying why\n"
+		"                         where it attaches, else udp with a line saying why;\n"
+		"                         xdp that cannot attach is an error saying why\n"
 		"  --instance NAME        name of the XDP maps' pin directory\n"
 		"                         /sys/fs/bpf/falcon/NAME (default p<data port>)\n"
 		"  --security psp|none    psp (default): peers authenticated by their identity keys,\n"
@@ -150,6 +155,7 @@ static void usage(FILE *f)
 }
 
 static struct fd_notify notify;
+static struct fd_metrics *metrics;
 static int g_argc;
 static char **g_argv;
 
@@ -402,6 +408,12 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v, cons
 		else
 			c->mlock = !v || !strcmp(v, "yes");
 		break;
+	case O_METRICS:
+		if (strlen(v) >= sizeof(c->metrics) || fd_metrics_parse(v))
+			rc = -EINVAL;
+		else
+			strcpy(c->metrics, v);
+		break;
 	case O_LOG:
 		if ((c->log_level = fc_log_parse_level(v)) < 0)
 			rc = -EINVAL;
@@ -579,6 +591,9 @@ int main(int argc, char **argv)
 		LOG_W("falcond: NOTIFY_SOCKET=%s is not a socket address: not notifying",
 		      getenv("NOTIFY_SOCKET"));
 	rc = falcond_start(&d);
+	/* before fd_cpu_start: the metrics thread keeps the default CPUs and class */
+	if (!rc && d.cfg.metrics[0] && !(metrics = fd_metrics_start(d.cfg.metrics, d.cfg.admin_path)))
+		rc = -errno;
 	if (!rc)
 		rc = fd_cpu_start(&d);
 	for (int i = 0; i < 3 && !rc; i++) {
@@ -639,6 +654,7 @@ int main(int argc, char **argv)
 	}
 	if (rc)
 		fd_notify(&notify, "STATUS=failed to start: %s\nERRNO=%d", strerror(-rc), -rc);
+	fd_metrics_stop(metrics); /* before the admin socket goes */
 	falcond_stop(&d);
 	ev_loop_destroy(d.loop);
 	fd_notify_close(&notify);

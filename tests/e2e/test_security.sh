@@ -17,7 +17,7 @@
 #       RssAnon flat over the whole flood: the receive area is populated at start)
 #   (e) packets of key generations 0 and 1 after `key rotate` twice and the erase:
 #       psp.rx_old_phase
-#   (h) a third falcond whose key nobody allows: cm.hs_refused."unknown key", logged
+#   (h) a third falcond whose key nobody allows: cm.hs_refused.unknown_key, logged
 #   (i) the recorded handshake message 1 of A replayed: cm.hs_refused."replayed"
 #   (j) a plain "FCM1" CM message: cm.rx_plain_refused
 # and at the end the client's transfer verified and B's guard slots still all zero (no
@@ -272,15 +272,15 @@ tail -1 "$TD_DIR/c.client"
 sleep 0.3
 c1=$("$FALCONCTL" -j -r "$TD_DIR/c" stats) s1=$(stats_b)
 sent=$(num hs_started "$c1")
-ukey() { grep -o '"unknown key":[0-9]*' <<<"$1" | cut -d: -f2; }
+ukey() { grep -o '"unknown_key":[0-9]*' <<<"$1" | cut -d: -f2; }
 n=$(($(ukey "$s1") - $(ukey "$s0")))
 grep -m1 "refused: unknown key" "$TD_DIR/b.log"
 echo "C sent $sent handshakes, B refused $n as unknown key"
 [ $rc -ne 0 ] && grep -q "connect: not allowed: .*$TD_CM_B refused our handshake: our key is not on its allow-list" "$TD_DIR/c.client" &&
 	e2e_ok "(h) C's client could not connect: not allowed, B named" || e2e_fail "(h) C's client: rc $rc"
 [ "$n" -ge 1 ] && [ "$n" -eq "$sent" ] &&
-	e2e_ok "(h) every handshake of C refused: hs_refused.\"unknown key\" +$n = C's hs_started" ||
-	e2e_fail "(h) hs_refused.\"unknown key\" +$n, C sent $sent"
+	e2e_ok "(h) every handshake of C refused: hs_refused.unknown_key +$n = C's hs_started" ||
+	e2e_fail "(h) hs_refused.unknown_key +$n, C sent $sent"
 grep -q "handshake from $ADDR_C:[0-9]* refused: unknown key" "$TD_DIR/b.log" &&
 	e2e_ok "(h) B logged the reason" || e2e_fail "(h) no log line on B"
 expect_eq "(h) no session for C" hs_done "$s0" "$s1" 0
