@@ -506,7 +506,8 @@ static void usage(FILE *f)
 		"  -p, --service N                     service number (default 18515)\n"
 		"  -S, --socket PATH                   falcond API socket (default $FALCON_SOCKET)\n"
 		"  -e, --event                         sleep on the CQ's fd instead of busy-polling\n"
-		"  -j, --json                          one JSON object per size\n");
+		"  -j, --json                          one JSON object per size\n"
+		"  -V, --version, -h, --help\n");
 }
 
 int main(int argc, char **argv)
@@ -516,12 +517,12 @@ int main(int argc, char **argv)
 		{ "sweep", 0, NULL, 'a' }, { "depth", 1, NULL, 'd' }, { "qps", 1, NULL, 'q' },
 		{ "iters", 1, NULL, 'n' }, { "duration", 1, NULL, 'D' }, { "warmup", 1, NULL, 'w' },
 		{ "service", 1, NULL, 'p' }, { "socket", 1, NULL, 'S' }, { "json", 0, NULL, 'j' }, { "event", 0, NULL, 'e' },
-		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "help", 0, NULL, 'h' }, { "version", 0, NULL, 'V' }, { NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	o.duration = 2;
-	while ((c = getopt_long(argc, argv, "t:m:s:ad:q:n:D:w:p:S:jeh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:m:s:ad:q:n:D:w:p:S:jehV", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			for (o.test = T_WRITE; o.test <= T_ATOMIC && strcmp(optarg, test_name[o.test]);
@@ -547,6 +548,7 @@ int main(int argc, char **argv)
 		case 'j': o.json = 1; break;
 		case 'e': o.event = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("falcon-perf %s\n", FALCON_RELEASE); return 0;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plot.h - line plots as PNG files for falconctl (`falconctl conn trace ID` draws a
- * connection's delay, fcwnd, ncwnd, RTO and retransmits over time), with no library
- * beneath it: an RGB framebuffer, Bresenham lines, a built-in 5x7 bitmap font, tick
- * values of 1, 2 or 5 x 10^k, and a PNG written by hand (IHDR, one IDAT holding a zlib
- * stream of stored deflate blocks, IEND; CRC-32 per chunk, Adler-32 over the scanlines,
- * filter 0 on every scanline). Nothing is compressed: a plot of w x h pixels takes
- * h * (3w + 1) bytes of scanlines, 5 more per 65535 of them (stored block headers) and
- * 63 bytes of PNG and zlib framing: 1000 x 600 is 1,800,803 bytes.
+ * connection's delay, fcwnd, ncwnd, RTO and retransmits over time): an RGB framebuffer,
+ * Bresenham lines, a built-in 5x7 bitmap font, tick values of 1, 2 or 5 x 10^k, and the
+ * PNG written by libpng (deflate-compressed by zlib; a 1000 x 600 chart of a few
+ * series is tens of KiB).
  *
  * The picture: the title on top, a legend under it (one sample line and name per
  * series, "(right)" after the series of the right-hand axis when both axes are in use),

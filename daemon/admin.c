@@ -26,6 +26,10 @@
 #include "falcond.h"
 #include "log.h"
 
+#ifndef FALCON_RELEASE
+#define FALCON_RELEASE "unknown" /* built without the Makefile (the fuzz target) */
+#endif
+
 #define ADMIN_LINE_MAX 256u
 #define ADMIN_OUT_MAX (1u << 20)
 #define ADMIN_TIMEOUT_S 2.0
@@ -204,7 +208,16 @@ static size_t xdp_cmd(struct fd_admin *ad)
 
 /* ---- falconctl conn trace: one connection's CC events ---- */
 
-#define TRACE_MAX 8192u
+/* The ring's size follows the time asked: TRACE_RATE events a second for up to one
+ * second, rounded up to a power of 2 (at most TRACE_CAP_MAX, 2 MiB of records). falconctl
+ * drains it every 250 ms ("read"), so a trace of any length keeps every event at up to
+ * four times that rate; past it, events are counted as dropped. The daemon stops
+ * recording by itself TRACE_GRACE_S after the time asked, should falconctl be gone. */
+#define TRACE_RATE 65536u
+#define TRACE_CAP_MIN 1024u
+#define TRACE_CAP_MAX 65536u
+#define TRACE_GRACE_S 10u
+#define TRACE_READ_MAX 8192u /* records per answer: well within ADMIN_OUT_MAX */
 
 struct trace_rec {
 	uint64_t t_ns;
@@ -214,10 +227,12 @@ struct trace_rec {
 };
 
 static struct {
-	int64_t id;                /* the CM's connection id (0: not tracing) */
-	uint64_t start_ns;
-	uint32_t n, dropped;
-	struct trace_rec rec[TRACE_MAX];
+	int64_t id;                /* the CM's connection id (0: no trace) */
+	int active;                /* recording */
+	uint64_t start_ns, stop_ns;
+	uint32_t cap, head, tail;  /* ring of cap records; head - tail recorded, unread */
+	uint64_t dropped;
+	struct trace_rec *rec;
 } trace;
 
 static void trace_event(void *ctx, const struct fc_cc_event *ev, uint64_t now_ns)
@@ -227,11 +242,15 @@ static void trace_event(void *ctx, const struct fc_cc_event *ev, uint64_t now_ns
 	uint32_t hold = (ev->t3_ts - ev->t2_ts) & FC_TS24_MASK;
 
 	(void)ctx;
-	if (trace.n == TRACE_MAX) {
+	if (!trace.active || now_ns > trace.stop_ns) {
+		trace.active = 0;
+		return;
+	}
+	if (trace.head - trace.tail == trace.cap) {
 		trace.dropped++;
 		return;
 	}
-	r = &trace.rec[trace.n++];
+	r = &trace.rec[trace.head++ & (trace.cap - 1)];
 	r->t_ns = now_ns - trace.start_ns;
 	r->type = ev->type;
 	r->rtt_ns = ev->type == 0 || ev->type == 1 ? (uint32_t)fc_ts_to_ns(rtt) : 0;
@@ -243,49 +262,81 @@ static void trace_event(void *ctx, const struct fc_cc_event *ev, uint64_t now_ns
 	r->nack = ev->nack_code;
 }
 
-/* conn trace ID start | conn trace ID stop: start recording (one connection at a time);
- * stop returns what was recorded, as JSON records (falconctl writes CSV and a plot). */
+static int trace_start(struct fd_daemon *d, struct fc_txn *t, int64_t id, uint32_t secs)
+{
+	uint32_t cap = TRACE_CAP_MIN;
+
+	while (cap < TRACE_CAP_MAX && cap < (uint64_t)TRACE_RATE * secs)
+		cap <<= 1;
+	free(trace.rec);
+	memset(&trace, 0, sizeof(trace));
+	if (!(trace.rec = malloc((size_t)cap * sizeof(*trace.rec))))
+		return -ENOMEM;
+	trace.cap = cap;
+	trace.id = id;
+	trace.active = 1;
+	trace.start_ns = fd_now_ns();
+	trace.stop_ns = trace.start_ns + (uint64_t)(secs + TRACE_GRACE_S) * 1000000000ull;
+	fc_node_trace(d->node, fc_txn_local_cid(t), trace_event, NULL);
+	return 0;
+}
+
+/* The unread records (at most TRACE_READ_MAX) as JSON arrays: t_s, event (0 ack, 1 nack,
+ * 2 retransmit), rtt_us, delay_us, fcwnd, ncwnd, rto_us, retx, nack_code. */
+static void trace_records(struct fd_json *j)
+{
+	uint32_t n = 0;
+
+	fd_json_open(j, "trace", '[');
+	for (; trace.tail != trace.head && n < TRACE_READ_MAX; trace.tail++, n++) {
+		const struct trace_rec *r = &trace.rec[trace.tail & (trace.cap - 1)];
+
+		fd_json_raw(j, "%s[%.6f,%u,%.3f,%.3f,%.3f,%u,%.1f,%u,%u]", n ? "," : "",
+			    (double)r->t_ns / 1e9, r->type, r->rtt_ns / 1e3, r->delay_ns / 1e3,
+			    r->fcwnd, r->ncwnd, r->rto_ns / 1e3, r->retx, r->nack);
+	}
+	fd_json_close(j, ']');
+	fd_json_kv(j, "more", "%s", trace.tail != trace.head ? "true" : "false");
+	fd_json_kv(j, "dropped", "%llu", (unsigned long long)trace.dropped);
+	fd_json_kv(j, "ring", "%u", trace.cap);
+}
+
+/* conn trace ID start [SECONDS] | read | stop: record one connection at a time; read
+ * and stop hand over what was recorded since the last read (falconctl writes CSV and a
+ * plot, or JSON). */
 static size_t trace_cmd(struct fd_admin *ad, const char *cmd, long long id, int n)
 {
 	struct fd_daemon *d = ad->d;
 	struct fc_txn *t = n >= 3 ? fd_cm_conn(d->cm, id) : NULL;
 	struct fd_json j;
 	char verb[16] = "";
+	unsigned secs = 5;
 
 	fd_json_init(&j, ad->out, ADMIN_OUT_MAX);
-	sscanf(cmd, "%*s %*s %*d %15s", verb);
+	sscanf(cmd, "%*s %*s %*d %15s %u", verb, &secs);
 	fd_json_open(&j, NULL, '{');
 	if (!strcmp(verb, "start")) {
-		if (!t) {
+		if (!t)
 			fd_json_kstr(&j, "error", "no such established connection (conn list)");
-		} else {
-			trace.id = id;
-			trace.n = trace.dropped = 0;
-			trace.start_ns = fd_now_ns();
-			fc_node_trace(d->node, fc_txn_local_cid(t), trace_event, NULL);
+		else if (secs < 1 || secs > 3600)
+			fd_json_kstr(&j, "error", "SECONDS from 1 to 3600");
+		else if (trace_start(d, t, id, secs))
+			fd_json_kstr(&j, "error", "no memory for the trace");
+		else {
 			fd_json_kv(&j, "tracing", "%lld", id);
+			fd_json_kv(&j, "ring", "%u", trace.cap);
 		}
-	} else if (!strcmp(verb, "stop")) {
-		if (trace.id != id || !trace.id) {
-			fd_json_kstr(&j, "error", "that connection is not being traced");
-		} else {
+	} else if ((!strcmp(verb, "stop") || !strcmp(verb, "read")) && trace.id == id && id) {
+		if (!strcmp(verb, "stop") && trace.active) {
 			fc_node_trace(d->node, 0, NULL, NULL);
-			trace.id = 0;
-			fd_json_kv(&j, "events", "%u", trace.n);
-			fd_json_kv(&j, "dropped", "%u", trace.dropped);
-			fd_json_open(&j, "trace", '[');
-			for (uint32_t i = 0; i < trace.n; i++) {
-				const struct trace_rec *r = &trace.rec[i];
-
-				fd_json_raw(&j, "%s[%.6f,%u,%.3f,%.3f,%.3f,%u,%.1f,%u,%u]", i ? "," : "",
-					    (double)r->t_ns / 1e9, r->type, r->rtt_ns / 1e3,
-					    r->delay_ns / 1e3, r->fcwnd, r->ncwnd, r->rto_ns / 1e3, r->retx,
-					    r->nack);
-			}
-			fd_json_close(&j, ']');
+			trace.active = 0;
 		}
+		fd_json_kv(&j, "recording", "%s", trace.active ? "true" : "false");
+		trace_records(&j);
+	} else if (!strcmp(verb, "stop") || !strcmp(verb, "read")) {
+		fd_json_kstr(&j, "error", "that connection is not being traced");
 	} else {
-		fd_json_kstr(&j, "error", "usage: conn trace ID start|stop");
+		fd_json_kstr(&j, "error", "usage: conn trace ID start [SECONDS] | read | stop");
 	}
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
@@ -342,6 +393,7 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 	if (n >= 1 && !strcmp(a, "status")) {
 		fd_json_open(&j, NULL, '{');
 		fd_json_kstr(&j, "daemon", "falcond");
+		fd_json_kstr(&j, "version", FALCON_RELEASE);
 		fd_json_kv(&j, "pid", "%d", (int)getpid());
 		fd_json_kv(&j, "uptime_s", "%.1f", (double)(fd_now_ns() - d->start_ns) / 1e9);
 		fd_json_kstr(&j, "io", d->io_name);
@@ -351,11 +403,11 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		} else if (d->io_why[0]) {
 			fd_json_kstr(&j, "xdp_not_used", d->io_why);
 		}
-		fd_json_kstr(&j, "security", d->sec ? "psp (authenticated peers, encrypted "
-				 "packets)" : "none (PSP NULL header: packets are neither "
-				 "encrypted nor authenticated)");
-		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off (fixed windows and RTO)" :
-				 d->rue_th ? "swift (RUE thread)" : "swift (in the loop)");
+		/* enums, not prose (falconctl status and falcond(8) say what they mean):
+		 * security psp | none, cc swift | off, rue thread | inline */
+		fd_json_kstr(&j, "security", d->sec ? "psp" : "none");
+		fd_json_kstr(&j, "cc", d->cfg.cc_off ? "off" : "swift");
+		fd_json_kstr(&j, "rue", d->rue_th ? "thread" : "inline");
 		fd_json_kstr(&j, "address", d->cfg.listen_addr);
 		fd_json_kv(&j, "data_port", "%u", d->cfg.data_port);
 		fd_json_kv(&j, "cm_port", "%u", d->cfg.cm_port);
@@ -368,7 +420,10 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kstr(&j, "poll", fd_poll_name(d->cfg.poll));
 		fd_json_kv(&j, "poll_us", "%u", d->cfg.poll_us);
 		fd_json_kstr(&j, "socket_busy_poll", d->cfg.poll == FD_POLL_SLEEP ? "off" :
-			     d->busy_poll_rc ? strerror(-d->busy_poll_rc) : "on");
+			     d->busy_poll_rc ? "refused" : "on");
+		if (d->cfg.poll != FD_POLL_SLEEP && d->busy_poll_rc)
+			fd_json_kstr(&j, "socket_busy_poll_errno", strerrorname_np(-d->busy_poll_rc) ?:
+				     "?");
 		fd_json_kstr(&j, "cpu", d->cfg.cpu_list[0] ? d->cfg.cpu_list : "any");
 		fd_json_kstr(&j, "sched", fd_sched_name(&d->cfg));
 		fd_json_kv(&j, "mlock", "%s", d->cfg.mlock || d->cfg.sched_policy != SCHED_OTHER ?
@@ -407,11 +462,12 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		int rc = fd_cm_rotate_keys(d->cm);
 
 		fd_json_open(&j, NULL, '{');
+		/* new PSP keys sent to every peer; the old phase is erased once all have
+		 * taken theirs */
 		if (rc)
 			fd_json_kstr(&j, "error", "security none: there are no keys to rotate");
 		else
-			fd_json_kstr(&j, "rotated", "new PSP keys sent to every peer; the old phase "
-				     "is erased once all have taken theirs");
+			fd_json_kv(&j, "rotated", "true");
 		fd_json_close(&j, '}');
 	} else if (n >= 1 && !strcmp(a, "xdp")) {
 		return xdp_cmd(ad);
@@ -586,6 +642,10 @@ void fd_admin_free(struct fd_admin *ad)
 	ev_io_stop(ad->d->loop, &ad->w);
 	close(ad->fd);
 	unlink(ad->d->cfg.admin_path);
+	if (trace.id)
+		fc_node_trace(ad->d->node, 0, NULL, NULL);
+	free(trace.rec);
+	memset(&trace, 0, sizeof(trace));
 	free(ad->out);
 	free(ad);
 }

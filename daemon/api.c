@@ -16,6 +16,11 @@
  * completions. A client posting into a ring rings its doorbell (an eventfd) only when the
  * ring's need_wakeup says the daemon sleeps.
  *
+ * Asynchronous events go to the client on its event socket (api.h): the engine's events
+ * carry the client's id and the object's handle as their cookie, are drained before the
+ * loop sleeps, and become pending bits on the objects, sent from there without ever
+ * blocking the daemon (a full socket waits for room with an EV_WRITE watcher).
+ *
  * A client that disconnects or dies releases everything: its QPs are destroyed (peers are
  * told), then CQs, MRs (unmapped: its memory is never touched again), PDs, listeners.
  * Messages that break the protocol are answered with an error or, when the header itself
@@ -56,6 +61,8 @@ _Static_assert(FD_CLIENT_OBJS_MAX == 1u << OBJ_SLOT_BITS, "handle slot bits");
 #define RING_ALIGN 64u        /* a QP's receive ring follows its send ring at this */
 #define RING_ENTRIES_MAX 4096u  /* send / receive rings */
 #define CQ_ENTRIES_MAX 65536u   /* completion rings */
+#define INFLIGHT_MAX 65536u     /* transactions in flight per QP (fc_rdma_qp_init's bound) */
+#define MR_BYTES_MAX (1ull << 40) /* one registration */
 #define PAGE 4096ull
 
 _Static_assert((int)FALCON_WR_SEND == FC_RDMA_WR_SEND &&
@@ -105,6 +112,7 @@ struct obj {
 			void *ring;
 			size_t bytes;
 			int evfd;
+			uint8_t ev;     /* async events not sent yet (EVB_*) */
 			uint64_t notified;
 		} cq;
 		struct { uint16_t service; } lst;
@@ -118,6 +126,7 @@ struct obj {
 			int64_t cm_id;
 			uint32_t ahn, pd_h, seq;
 			uint8_t ready;
+			uint16_t req_type; /* CREATE_AH or CREATE_AH_SRC, for the reply */
 		} ah;
 		struct {
 			int64_t cm_id;  /* the CM's record: connection (or binding) */
@@ -129,6 +138,7 @@ struct obj {
 			uint8_t want_rts, connected;
 			/* verbs' timers as the client gave them (QUERY_QP) */
 			uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+			uint8_t ev;     /* async events not sent yet (EVB_*) */
 			void *rings;
 			size_t bytes, rq_off;
 			int rings_fd;
@@ -146,6 +156,9 @@ struct client {
 	struct fd_api *a;
 	int fd, db_fd;
 	ev_io w, db_w;
+	int ev_fd;              /* our end of its event socket (api.h) */
+	ev_io ev_w;             /* active while that socket is full */
+	uint8_t ev_pending;     /* some object has an event to send */
 	pid_t pid;
 	int pidfd;              /* the process (pidfd_open), -1 if the kernel has none */
 	uid_t uid;
@@ -189,6 +202,7 @@ struct fd_api {
 		uint64_t ring_wrs;  /* WRs taken from the clients' rings */
 		uint64_t arena_doorbells; /* QPs looked into because their arena bit said so */
 		uint64_t arena_bad_bits;  /* arena bits that named no QP */
+		uint64_t events, events_lost; /* async events sent; lost: event socket broken */
 	} st;
 };
 
@@ -482,6 +496,21 @@ static int reply(struct client *c, const struct fc_api_hdr *req, int status, con
 	return fc_api_send(c->fd, buf, sizeof(*h) + len, fds, nfds, MSG_DONTWAIT);
 }
 
+/* An error reply with the CM's sentence on it (api.h, FC_API_WHY_MAX): why the peer
+ * refused, or what did not answer. */
+static int reply_why(struct client *c, const struct fc_api_hdr *req, int status)
+{
+	const char *why = fd_cm_why(c->a->d->cm);
+	size_t n = strnlen(why, FC_API_WHY_MAX - 1);
+	char body[FC_API_WHY_MAX];
+
+	if (!n)
+		return reply(c, req, status, NULL, 0, NULL, 0);
+	memcpy(body, why, n);
+	body[n] = 0;
+	return reply(c, req, status, body, (uint32_t)n + 1, NULL, 0);
+}
+
 /* A memfd of bytes, mapped here, sealed so that the client can neither shrink nor grow
  * it (a shrunk mapping would fault in the daemon). */
 static int shared_mem(const char *name, size_t bytes, void **map)
@@ -595,6 +624,156 @@ static void ah_release(struct fd_api *a, struct obj *o)
 	obj_put(o);
 }
 
+/* ---- asynchronous events (api.h, "event socket") ---- */
+
+/* Pending bits: a CQ's (u.cq.ev), a QP's (u.qp.ev), in the order they are sent. */
+enum { EVB_CQ_ERR = 1, EVB_QP_FATAL = 1, EVB_QP_LAST_WQE = 2 };
+
+/* The engine's cookie of c's object of handle h (fc_rdma_qp_init.user,
+ * fc_rdma_cq_set_user): never 0 (generations start at 1). */
+static uint64_t obj_cookie(const struct client *c, uint32_t h)
+{
+	return (uint64_t)c->id << 32 | h;
+}
+
+static uint8_t *obj_ev(struct obj *o)
+{
+	return o->type == OBJ_CQ ? &o->u.cq.ev : &o->u.qp.ev;
+}
+
+static void obj_event(struct obj *o, uint8_t bit)
+{
+	*obj_ev(o) |= bit;
+	o->c->ev_pending = 1;
+}
+
+/* The event of bit on o, as the client reads it. */
+static struct fc_api_event event_msg(struct obj *o, uint8_t bit)
+{
+	struct fc_api_event e = { .handle = obj_handle(o) };
+
+	if (o->type == OBJ_CQ) {
+		e.type = FALCON_EVENT_CQ_ERR;
+		e.num = o->u.cq.cqn;
+	} else {
+		e.type = bit == EVB_QP_FATAL ? FALCON_EVENT_QP_FATAL :
+					       FALCON_EVENT_QP_LAST_WQE_REACHED;
+		e.num = o->u.qp.qpn;
+	}
+	return e;
+}
+
+/* One message of c's pending events, CQs' first (a QP's error follows its CQ's); the bits
+ * sent are cleared. Returns the number sent (0: none pending), -EAGAIN (the socket is
+ * full: nothing sent) or another -errno (the client's end is broken: they are dropped). */
+static int events_send_one(struct client *c)
+{
+	struct {
+		struct fc_api_hdr h;
+		struct fc_api_event e[FC_API_EVENTS_MAX];
+	} m;
+	struct obj *took[FC_API_EVENTS_MAX];
+	uint8_t bit[FC_API_EVENTS_MAX];
+	uint32_t k = 0;
+	int rc;
+
+	static const uint8_t order[] = { OBJ_CQ, OBJ_QP };
+
+	for (uint32_t t = 0; t < sizeof(order) && k < FC_API_EVENTS_MAX; t++)
+		for (uint32_t i = 0; i < c->hiwat && k < FC_API_EVENTS_MAX; i++) {
+			struct obj *o = obj_at(c, i);
+
+			for (uint8_t b = 1; o->type == order[t] && b <= EVB_QP_LAST_WQE &&
+					    k < FC_API_EVENTS_MAX; b <<= 1)
+				if (*obj_ev(o) & b) {
+					m.e[k] = event_msg(o, b);
+					took[k] = o;
+					bit[k++] = b;
+				}
+		}
+	if (!k)
+		return 0;
+	m.h = (struct fc_api_hdr){ .hdr_size = sizeof(m.h), .version = FC_API_VERSION,
+				   .type = FC_API_EVENT,
+				   .len = (uint32_t)(sizeof(m.h) + k * sizeof(m.e[0])) };
+	rc = fc_api_send(c->ev_fd, &m, m.h.len, NULL, 0, MSG_DONTWAIT);
+	if (rc == -EAGAIN || rc == -EWOULDBLOCK)
+		return -EAGAIN;
+	for (uint32_t i = 0; i < k; i++)
+		*obj_ev(took[i]) &= (uint8_t)~bit[i];
+	return rc ? rc : (int)k;
+}
+
+/* Send c's pending events while its socket takes them; when it is full, wait for room
+ * (ev_w). Bounded: each message clears at least one bit of a bounded table. */
+static void events_flush(struct fd_api *a, struct client *c)
+{
+	int rc;
+
+	while ((rc = events_send_one(c)) > 0)
+		a->st.events += (uint64_t)rc;
+	if (rc == -EAGAIN) {
+		ev_io_start(a->d->loop, &c->ev_w);
+		return;
+	}
+	if (rc < 0) { /* the client's end is gone: so is the client, soon */
+		a->st.events_lost++;
+		for (uint32_t i = 0; i < c->hiwat; i++)
+			if (obj_at(c, i)->type == OBJ_CQ || obj_at(c, i)->type == OBJ_QP)
+				*obj_ev(obj_at(c, i)) = 0;
+	}
+	c->ev_pending = 0;
+	ev_io_stop(a->d->loop, &c->ev_w);
+}
+
+static void ev_writable_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct client *c = w->data;
+
+	(void)loop;
+	(void)revents;
+	events_flush(c->a, c);
+}
+
+static struct client *client_by_id(struct fd_api *a, uint32_t id)
+{
+	for (struct client *c = a->clients; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+/* The engine's async events (bounded by its queue, cfg async_depth) onto the objects
+ * they name, then to the clients. An object that is gone (a stale generation, another
+ * engine number) takes none; CONN_DEAD is the CM's business (loop.c). A QP of CONNECT /
+ * ACCEPT has its engine number only once connected: its events count before that. */
+static void events_from_engine(struct fd_api *a)
+{
+	struct fc_rdma *d = fc_node_rdma(a->d->node);
+	struct fc_rdma_async_event ev;
+
+	while (!fc_rdma_get_async_event(d, &ev)) {
+		struct client *c = ev.user ? client_by_id(a, (uint32_t)(ev.user >> 32)) : NULL;
+		uint32_t h = (uint32_t)ev.user;
+		struct obj *o;
+
+		if (!c)
+			continue;
+		if (ev.type == FC_RDMA_EV_CQ_ERR) {
+			if ((o = obj_get(c, h, OBJ_CQ)) && o->u.cq.cqn == ev.num)
+				obj_event(o, EVB_CQ_ERR);
+		} else if (ev.type == FC_RDMA_EV_QP_FATAL || ev.type == FC_RDMA_EV_QP_LAST_WQE) {
+			if ((o = obj_get(c, h, OBJ_QP)) &&
+			    (o->u.qp.qpn == ev.num || o->u.qp.state == QP_CONNECTING))
+				obj_event(o, ev.type == FC_RDMA_EV_QP_FATAL ? EVB_QP_FATAL :
+									       EVB_QP_LAST_WQE);
+		}
+	}
+	for (struct client *c = a->clients; c; c = c->next)
+		if (c->ev_pending && !ev_is_active(&c->ev_w))
+			events_flush(a, c);
+}
+
 static void client_free(struct fd_api *a, struct client *c, const char *why)
 {
 	struct fd_daemon *d = a->d;
@@ -625,6 +804,10 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 	      n[OBJ_XRCD]);
 	ev_io_stop(d->loop, &c->w);
 	close(c->fd);
+	if (c->ev_fd >= 0) {
+		ev_io_stop(d->loop, &c->ev_w);
+		close(c->ev_fd);
+	}
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	if (c->db_fd >= 0) {
@@ -666,14 +849,22 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	const struct fc_api_hello *m = body;
 	struct fc_api_hello_rep rep = {
 		.max_sge = FC_RING_SGE_MAX, .max_ring_entries = RING_ENTRIES_MAX,
-		.max_msg_bytes = 1u << 20, .mtu_bytes = c->a->d->cfg.mtu_bytes,
+		.max_msg_bytes = fc_rdma_get_cfg(fc_node_rdma(c->a->d->node))->max_msg_bytes,
+		.mtu_bytes = c->a->d->cfg.mtu_bytes,
 	};
 
-	int afd = -1, rc;
+	int sv[2], afd = -1, rc;
 
 	if (c->hello || nfds != 1 || m->client_version != FC_API_VERSION)
 		return reply(c, h, c->hello ? -EALREADY : nfds != 1 ? -EINVAL : -EPROTO, NULL, 0,
 			     NULL, 0);
+	/* the event socket (api.h): we keep one end, only to write (never blocking) */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+		return reply(c, h, -errno, NULL, 0, NULL, 0);
+	shutdown(sv[0], SHUT_RD);
+	c->ev_fd = sv[0];
+	ev_io_init(&c->ev_w, ev_writable_cb, c->ev_fd, EV_WRITE);
+	c->ev_w.data = c;
 	if ((m->flags & FC_API_HELLO_ARENA) && (afd = arena_open(c)) < 0)
 		LOG_W("api: client %u (pid %d): no arena (%s): its QPs get rings of their own",
 		      c->id, (int)c->pid, strerror(-afd));
@@ -684,10 +875,43 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	c->db_w.data = c;
 	ev_io_start(c->a->d->loop, &c->db_w);
 	c->hello = 1;
-	rc = reply(c, h, 0, &rep, sizeof(rep), &afd, afd >= 0);
+	/* the event socket first, then the arena (api.h, FC_API_HELLO) */
+	int out[2] = { sv[1], afd };
+
+	rc = reply(c, h, 0, &rep, sizeof(rep), out, afd >= 0 ? 2 : 1);
+	close(sv[1]);
 	if (afd >= 0)
 		close(afd);
 	return rc;
+}
+
+/* QUERY_DEVICE: every limit, read from where it is enforced: the engine's tables as the
+ * daemon's configuration sized them (--max-qps ...), the MR table, the per-client quotas
+ * obj_quota enforces (--client-max-*), this file's own bounds. */
+static int do_query_device(struct client *c, const struct fc_api_hdr *h)
+{
+	const struct fd_cfg *cfg = &c->a->d->cfg;
+	struct fc_node *n = c->a->d->node;
+	const struct fc_rdma_cfg *rc = fc_rdma_get_cfg(fc_node_rdma(n));
+	const struct fc_mr_table *mrs = fc_node_mrs(n);
+	struct fc_api_device_rep rep = {
+		.max_msg_bytes = rc->max_msg_bytes, .max_mr_bytes = MR_BYTES_MAX,
+		.mtu_bytes = rc->mtu_bytes, .max_qps = rc->max_qps, .max_conns = rc->max_conns,
+		.max_cqs = rc->max_cqs, .max_cqes = CQ_ENTRIES_MAX,
+		.max_mrs = fc_mr_table_mr_cap(mrs), .max_pds = fc_mr_table_pd_cap(mrs),
+		.max_srqs = rc->max_srqs, .max_ahs = rc->max_ahs,
+		.max_send_wrs = RING_ENTRIES_MAX, .max_recv_wrs = RING_ENTRIES_MAX,
+		.max_srq_wrs = RING_ENTRIES_MAX, .max_send_sge = FC_RING_SGE_MAX,
+		.max_recv_sge = FC_RING_SGE_MAX, .max_srq_sge = FC_RING_SGE_MAX,
+		.max_inflight = INFLIGHT_MAX, .max_objs = cfg->client_max_objects,
+		.max_clients = cfg->max_clients, .max_client_qps = cfg->client_max_qps,
+		.max_client_mrs = cfg->client_max_mrs,
+		.atomic_cap = FALCON_ATOMIC_HCA, .atomic_bytes = sizeof(uint64_t),
+		.flags = FALCON_DEVICE_MASKED_ATOMICS | FALCON_DEVICE_SEND_WITH_INV |
+			 FALCON_DEVICE_XRC | FALCON_DEVICE_SRQ,
+	};
+
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
 static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
@@ -805,7 +1029,7 @@ static int do_reg_mr(struct client *c, const struct fc_api_hdr *h, const void *b
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (nfds > 1 || !m->len || m->len > (1ull << 40) || m->offset > (1ull << 40) ||
+	if (nfds > 1 || !m->len || m->len > MR_BYTES_MAX || m->offset > MR_BYTES_MAX ||
 	    m->access & ~(uint32_t)FC_MR_ACCESS_ALL)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	if (!nfds)
@@ -915,6 +1139,7 @@ static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void
 		fc_rdma_cq_destroy(d, o->u.cq.cqn);
 		goto fail;
 	}
+	fc_rdma_cq_set_user(d, o->u.cq.cqn, obj_cookie(c, rep.handle)); /* its events */
 	o->u.cq.ring = ring;
 	o->u.cq.bytes = bytes;
 	sweep_add(o);
@@ -944,7 +1169,7 @@ static void qp_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	if (status) {
 		o->u.qp.cm_id = 0; /* the CM has freed its record */
 		qp_release(c->a, o); /* also ends the pending count */
-		reply(c, &h, status, NULL, 0, NULL, 0);
+		reply_why(c, &h, status);
 		return;
 	}
 	c->pending--;
@@ -991,9 +1216,12 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 		return -EINVAL; /* a field the type does not use */
 	if (srq && (srq->u.srq.pd_h != q->pd || srq->u.srq.xrcd_h))
 		return -EINVAL; /* verbs: an SRQ of another PD; an XRC SRQ is no QP's */
+	if ((scq && fc_rdma_cq_overflowed(fc_node_rdma(c->a->d->node), scq->u.cq.cqn) == 1) ||
+	    (rcq && fc_rdma_cq_overflowed(fc_node_rdma(c->a->d->node), rcq->u.cq.cqn) == 1))
+		return -EIO; /* nothing of it could complete (falcon.h, falcon_poll_cq) */
 	if ((sends && (!pow2_ok(q->sq_entries, RING_ENTRIES_MAX) ||
 		       q->max_send_sge > FC_RING_SGE_MAX || !q->max_inflight ||
-		       q->max_inflight > 65536)) ||
+		       q->max_inflight > INFLIGHT_MAX)) ||
 	    (recvs && !srq && !pow2_ok(q->rq_entries, RING_ENTRIES_MAX)) ||
 	    q->max_recv_sge > FC_RING_SGE_MAX || q->ordering > FALCON_ORDER_WEAK ||
 	    q->rnr_retry > 7 || q->min_rnr_timer > 31 || q->err_mode > FALCON_ERR_CIE ||
@@ -1074,6 +1302,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	spec->init.rnr_retry = q->rnr_retry;
 	spec->init.min_rnr_timer = q->min_rnr_timer;
 	spec->init.timeout_ns = fc_rdma_verbs_timeout_ns(q->timeout, q->retry_cnt);
+	spec->init.user = obj_cookie(c, handle); /* its async events come back to it */
 	o->u.qp.timeout = q->timeout;
 	o->u.qp.retry_cnt = q->retry_cnt;
 	o->u.qp.rnr_retry = q->rnr_retry;
@@ -1144,6 +1373,7 @@ static void bind_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 		      o->c->id, qpn ? qpn : o->u.qp.qpn, o->u.qp.rqpn, strerror(-status));
 		at.state = FC_RDMA_QPS_ERR;
 		fc_rdma_qp_modify(d, o->u.qp.qpn, &at);
+		obj_event(o, EVB_QP_FATAL); /* an error, not the client's modify */
 	} else {
 		o->u.qp.connected = 1;
 		if (o->u.qp.want_rts)
@@ -1278,7 +1508,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 {
 	struct obj *o = ctx;
 	struct client *c = o->c;
-	struct fc_api_hdr h = { .type = FC_API_CREATE_AH, .seq = o->u.ah.seq };
+	struct fc_api_hdr h = { .type = o->u.ah.req_type, .seq = o->u.ah.seq };
 	struct fc_api_create_ah_rep rep = { .handle = obj_handle(o) };
 	struct obj *pd = obj_get(c, o->u.ah.pd_h, OBJ_PD);
 	struct fc_txn *t = status ? NULL : fd_cm_conn(c->a->d->cm, o->u.ah.cm_id);
@@ -1293,7 +1523,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 		if (!t)
 			o->u.ah.cm_id = 0; /* the CM has freed its record */
 		ah_release(c->a, o);
-		reply(c, &h, status, NULL, 0, NULL, 0);
+		reply_why(c, &h, status);
 		return;
 	}
 	c->pending--;
@@ -1302,38 +1532,63 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	reply(c, &h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
-static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void *body)
+/* CREATE_AH and CREATE_AH_SRC: an AH of pd_h to the daemon whose CM is at ss. */
+static int ah_start(struct client *c, const struct fc_api_hdr *h, uint32_t pd_h,
+		    const struct sockaddr_storage *ss, socklen_t len, int32_t timeout_ms)
 {
-	const struct fc_api_create_ah *m = body;
-	struct obj *pd = obj_get(c, m->pd, OBJ_PD), *o;
-	struct sockaddr_storage ss;
+	struct obj *pd = obj_get(c, pd_h, OBJ_PD), *o;
 	uint32_t handle;
 	int64_t id;
 	int rc;
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
-	if (!m->addr_len || m->addr_len > sizeof(m->addr) || m->pad[0] || m->pad[1] || m->pad[2])
-		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	if (c->pending >= 16)
 		return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
 	if (!(o = obj_new(c, OBJ_AH, &handle, &rc)))
 		return reply(c, h, rc, NULL, 0, NULL, 0);
-	o->u.ah.pd_h = m->pd;
+	o->u.ah.pd_h = pd_h;
 	o->u.ah.seq = h->seq;
+	o->u.ah.req_type = h->type;
 	pd->refs++;
 	c->pending++;
-	memset(&ss, 0, sizeof(ss));
-	memcpy(&ss, m->addr, m->addr_len);
-	id = fd_cm_ah(c->a->d->cm, (struct sockaddr *)&ss, m->addr_len, m->timeout_ms, ah_done, o);
+	id = fd_cm_ah(c->a->d->cm, (const struct sockaddr *)ss, len, timeout_ms, ah_done, o);
 	if (id < 0) {
 		ah_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	o->u.ah.cm_id = id;
 	if (fd_cm_conn(c->a->d->cm, id)) /* the peer's connection is open already: shared */
 		ah_done(o, 0, 0, 0);
 	return 0; /* the reply comes from ah_done */
+}
+
+static int do_create_ah(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_ah *m = body;
+	struct sockaddr_storage ss;
+
+	if (!m->addr_len || m->addr_len > sizeof(m->addr) || m->pad[0] || m->pad[1] || m->pad[2])
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, m->addr, m->addr_len);
+	return ah_start(c, h, m->pd, &ss, m->addr_len, m->timeout_ms);
+}
+
+/* CREATE_AH_SRC: the sender of a UD completion (src_id = 1 + the node's peer index) is
+ * found by the CM, which knows the CM address of each data peer it set up a connection
+ * with. */
+static int do_create_ah_src(struct client *c, const struct fc_api_hdr *h, const void *body)
+{
+	const struct fc_api_create_ah_src *m = body;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (m->pad)
+		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+	if (!m->src_id || fd_cm_peer_cm_addr(c->a->d->cm, m->src_id - 1, &ss, &len))
+		return reply_why(c, h, -ENOENT);
+	return ah_start(c, h, m->pd, &ss, len, m->timeout_ms);
 }
 
 static int do_open_xrcd(struct client *c, const struct fc_api_hdr *h)
@@ -1373,7 +1628,7 @@ static int do_connect(struct client *c, const struct fc_api_hdr *h, const void *
 	if (id < 0) {
 		o->u.qp.cm_id = 0;
 		qp_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	o->u.qp.cm_id = id;
 	return 0; /* the reply comes from qp_done */
@@ -1399,7 +1654,7 @@ static int do_accept(struct client *c, const struct fc_api_hdr *h, const void *b
 	if (id < 0) {
 		o->u.qp.cm_id = 0;
 		qp_release(c->a, o);
-		return reply(c, h, (int)id, NULL, 0, NULL, 0);
+		return reply_why(c, h, (int)id);
 	}
 	if (o->type == OBJ_QP && o->u.qp.cm_id == -1)
 		o->u.qp.cm_id = id;
@@ -1529,7 +1784,9 @@ static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsi
 	case FC_API_CREATE_QP: do_create_qp(c, h, body); break;
 	case FC_API_MODIFY_QP: do_modify_qp(c, h, body); break;
 	case FC_API_CREATE_AH: do_create_ah(c, h, body); break;
+	case FC_API_CREATE_AH_SRC: do_create_ah_src(c, h, body); break;
 	case FC_API_OPEN_XRCD: do_open_xrcd(c, h); break;
+	case FC_API_QUERY_DEVICE: do_query_device(c, h); break;
 	default: {
 		struct fc_api_handle hd;
 
@@ -1646,6 +1903,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->a = a;
 		c->fd = fd;
 		c->db_fd = -1;
+		c->ev_fd = -1;
 		c->pid = cr.pid;
 		c->pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
 		c->uid = cr.uid;
@@ -1669,9 +1927,12 @@ static void cq_sweep(struct fd_api *a, struct obj *o)
 {
 	struct fc_ring_hdr *rh = o->u.cq.ring;
 
+	/* the client armed the CQ (its consumer side) and it holds completions or
+	 * overflowed: ring once, and clear the flag for it */
 	if (fc_ring_needs_wakeup(rh) &&
-	    __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
-		    __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE)) {
+	    (__atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
+		     __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE) ||
+	     (fc_ring_status(rh) & FC_RING_ST_OVERFLOW))) {
 		uint64_t one = 1;
 
 		fc_ring_set_need_wakeup(rh, 0);
@@ -1797,6 +2058,7 @@ int fd_api_prepare(struct fd_api *a, int going_to_sleep)
 		}
 	}
 	a->st.ring_wrs += (uint64_t)taken;
+	events_from_engine(a); /* what this and the engine's work since the last time raised */
 	return taken;
 }
 
@@ -1990,6 +2252,8 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
 	fd_json_kv(&j, "arena_doorbells", "%llu", (unsigned long long)a->st.arena_doorbells);
 	fd_json_kv(&j, "arena_bad_bits", "%llu", (unsigned long long)a->st.arena_bad_bits);
+	fd_json_kv(&j, "async_events", "%llu", (unsigned long long)a->st.events);
+	fd_json_kv(&j, "async_events_lost", "%llu", (unsigned long long)a->st.events_lost);
 	fd_json_close(&j, '}');
 	return fd_json_done(&j);
 }

@@ -51,6 +51,27 @@
  * (REJ with the reason) and the reason is logged on both sides. The security issue puts
  * its authenticated handshake in front of REQ; the message has room (flags, reason).
  *
+ * Errors that say why (issue 21): every refusal reaches the initiator within a round
+ * trip as a reason, which becomes a distinct errno for its client and a sentence naming
+ * the peer (fd_cm_why, carried on the API's error reply):
+ *   REJ reasons      no listener / no such QP -ECONNREFUSED, backlog full -EAGAIN, no
+ *                    resources -EUSERS, version or features -EPROTO, QP types
+ *                    -EPROTOTYPE, security mode -EPROTONOSUPPORT
+ *   a refused handshake (security psp): the responder answers in clear (FCR1, below),
+ *                    at most CM_REFUSALS_PER_S a second, never larger than message 1:
+ *                    not allowed -EACCES, cannot authenticate us -EKEYREJECTED, clocks
+ *                    -ESTALE, handshake / CM version -EPROTO, cipher or security none at
+ *                    the responder -EPROTONOSUPPORT, its tables full -EUSERS
+ *   unreachable      the ICMP errors of the CM socket (IP_RECVERR): port, host or network
+ *                    unreachable -EHOSTUNREACH; a send that fails for want of a route too
+ *   silence          no message of any kind from the peer for CM_SILENT_MS (or three
+ *                    retry intervals if longer) after the first REQ: -ETIMEDOUT. A target
+ *                    that holds a REQ (backlog, a bind waiting for its QP) answers it and
+ *                    each repeat with MRA (IB CM's Message Receipt Acknowledgment), so a
+ *                    slow accept is not silence (a peer whose hello lacks FD_CM_F_MRA is
+ *                    waited for until the deadline, as before).
+ * Our own refusals are logged (log.h rate-limits repeats).
+ *
  * Records live in one list (for the admin views and the rare sweeps: a peer restarted,
  * a session came up) and are found through indexes, so that setting up or tearing down
  * the n-th of 65,536 connections costs the same as the first: by id (the API's handle on
@@ -62,6 +83,9 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <linux/errqueue.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +95,7 @@
 
 #include <sodium.h>
 
+#include "falcon/api.h"
 #include "falcon/falcon.h"
 #include "falcond.h"
 #include "log.h"
@@ -81,7 +106,7 @@
 #define CM_BACKLOG_TTL_NS (10ull * 1000000000ull)
 #define CM_LINGER_NS (5ull * 1000000000ull) /* target keeps an EST-ed record's txid */
 
-enum cm_type { CM_REQ = 1, CM_REP, CM_RTU, CM_EST, CM_REJ, CM_DREQ, CM_DREP };
+enum cm_type { CM_REQ = 1, CM_REP, CM_RTU, CM_EST, CM_REJ, CM_DREQ, CM_DREP, CM_MRA };
 
 enum cm_reason {
 	CM_R_NONE = 0,
@@ -93,12 +118,21 @@ enum cm_reason {
 	CM_R_ABORTED,
 	CM_R_NO_QP,
 	CM_R_QP_TYPE,
+	CM_R_SECURITY,   /* the sender runs security psp and the request came in clear */
 };
 
 static const char *const reason_name[] = {
 	"none", "no listener on that service", "CM version mismatch", "feature mismatch",
 	"no resources", "backlog full", "aborted", "no such QP", "QP types do not pair",
+	"security mode mismatch",
 };
+
+/* A peer that says nothing at all for this long after our first REQ is given up (the
+ * file comment, "silence"); three retry intervals if that is longer. */
+#define CM_SILENT_MS 1000u
+/* Refusals sent in clear to a sender we could not authenticate (FCR1, plain REJ):
+ * at most this many a second, a burst of as many. */
+#define CM_REFUSALS_PER_S 100u
 
 enum cm_kind { KIND_SERVICE = 0, KIND_BIND, KIND_AH };
 static const char *const kind_name[] = { "service", "bind", "ah" };
@@ -166,9 +200,10 @@ struct cm_peer {
 	int64_t clock_offset;    /* its clock (the IVs) less ours, from the handshake */
 	uint64_t handshakes;
 	uint32_t version, features_supported, features_required;
-	uint64_t last_seen_ns;
+	uint64_t last_seen_ns;    /* its last message of any kind (REJ, MRA, handshake) */
 	uint32_t conns;
 	uint64_t rejects;
+	uint8_t has_node_peer;    /* node_peer names its data address (a connection was set up) */
 	struct cm_rec *ah;        /* our established ah connection to it (fd_cm_ah), or NULL */
 };
 
@@ -208,6 +243,8 @@ struct cm_rec {
 	uint32_t tries;
 	int dreq_sent;            /* ST_CLOSING: DREQ went out (not held for an ACK) */
 	uint32_t ah_refs;         /* ah initiator: the address handles sharing it */
+	uint64_t start_ns;        /* initiator: its first REQ (the silence bound counts from it) */
+	int tx_err;               /* initiator: errno of a REQ the socket would not send */
 };
 
 struct cm_listener {
@@ -254,6 +291,13 @@ struct fd_cm {
 	} st;
 	uint64_t rng;             /* the CM fault knob's */
 	uint64_t boot_id;         /* ours */
+	int tx_errno;             /* the last send's errno (0: sent) */
+	uint64_t refuse_tat_ns;   /* refusals in clear: their rate limit (GCRA) */
+	struct {
+		uint64_t refusals_sent, refusals_limited, refusals_rcvd, mra_sent, mra_rcvd;
+		uint64_t icmp_errors, silent, tx_errors;
+	} wst;
+	char why[FC_API_WHY_MAX]; /* fd_cm_why */
 };
 
 static int is_psp(const struct fd_cm *cm) { return cm->d->sec != NULL; }
@@ -405,6 +449,39 @@ static struct cm_peer *peer_of(struct fd_cm *cm, const struct sockaddr_storage *
 	return p;
 }
 
+/* ---- why (fd_cm_why) ---- */
+
+static void __attribute__((format(printf, 2, 3))) set_why(struct fd_cm *cm, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cm->why, sizeof(cm->why), fmt, ap);
+	va_end(ap);
+}
+
+const char *fd_cm_why(const struct fd_cm *cm)
+{
+	return cm->why;
+}
+
+/* Refusals in clear: may one go now? (GCRA: CM_REFUSALS_PER_S, as many in a burst) */
+static int refusal_ok(struct fd_cm *cm)
+{
+	uint64_t now = fd_now_ns(), per = 1000000000ull / CM_REFUSALS_PER_S;
+	uint64_t burst = per * CM_REFUSALS_PER_S;
+
+	if (now > burst && cm->refuse_tat_ns < now - burst)
+		cm->refuse_tat_ns = now - burst;
+	if (cm->refuse_tat_ns > now) {
+		cm->wst.refusals_limited++;
+		return 0;
+	}
+	cm->refuse_tat_ns += per;
+	cm->wst.refusals_sent++;
+	return 1;
+}
+
 /* ---- messages ---- */
 /* (the message senders below go through cm_xmit) */
 
@@ -550,7 +627,7 @@ static void rec_release(struct cm_rec *r)
 		if (rc == -EBUSY)
 			close_later(r->cm, r->t);
 		else if (rc)
-			LOG_W("cm: closing connection %#x: %s", r->lcid, strerror(-rc));
+			LOG_W("cm: closing connection %u: %s", r->lcid, strerror(-rc));
 		r->t = NULL;
 		r->have_lcid = 0;
 	}
@@ -587,15 +664,59 @@ static void rec_free(struct cm_rec *r)
 	free(r);
 }
 
-static void rec_fail(struct cm_rec *r, int err)
+/* Fail a record: its done gets err, and fd_cm_why the sentence of fmt (NULL: the peer
+ * and strerror's text). */
+static void __attribute__((format(printf, 3, 4))) rec_fail_why(struct cm_rec *r, int err,
+								const char *fmt, ...)
 {
+	struct fd_cm *cm = r->cm;
 	fd_cm_done_fn done = r->done;
 	void *ctx = r->ctx;
 
+	if (fmt) {
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(cm->why, sizeof(cm->why), fmt, ap);
+		va_end(ap);
+	} else {
+		char a[80];
+
+		set_why(cm, "%s (%s connection, service %u): %s", addr_str(&r->cm_addr, a, sizeof(a)),
+			kind_name[r->kind], r->service, strerror(-err));
+	}
 	r->done = NULL;
 	rec_free(r);
 	if (done)
 		done(ctx, err, 0, 0);
+}
+
+static void rec_fail(struct cm_rec *r, int err)
+{
+	rec_fail_why(r, err, NULL);
+}
+
+/* Fail every record of ours still asking the peer at addr (REQ sent, no answer taken yet)
+ * with err and the sentence why (a refusal of the whole daemon, an ICMP error). Returns
+ * how many. A done callback may free other records: the search starts over after each
+ * (bounded by the records, on a path that ends them). */
+static unsigned fail_asking(struct fd_cm *cm, const struct sockaddr_storage *addr, socklen_t len,
+			    int err, const char *why)
+{
+	unsigned n = 0;
+
+	for (;;) {
+		struct cm_rec *r;
+
+		for (r = cm->recs; r; r = r->next)
+			if (r->role == ROLE_INI && r->state == ST_REQ_SENT &&
+			    same_sa(&r->cm_addr, r->cm_len, addr, len))
+				break;
+		if (!r)
+			return n;
+		rec_fail_why(r, err, "%s", why);
+		n++;
+	}
 }
 
 static struct cm_listener *listener_of(struct fd_cm *cm, uint16_t service)
@@ -701,15 +822,22 @@ static int peer_data(struct cm_rec *r)
 {
 	struct sockaddr_storage ss = r->cm_addr;
 	struct fc_peer_addr pa;
+	struct cm_peer *p;
 	int rc;
 
 	if (ss.ss_family == AF_INET)
 		((struct sockaddr_in *)&ss)->sin_port = htons(r->peer_data_port);
 	else
 		((struct sockaddr_in6 *)&ss)->sin6_port = htons(r->peer_data_port);
-	if ((rc = fc_io_udp_peer_addr((struct sockaddr *)&ss, r->cm_len, &pa)))
+	if ((rc = fc_io_udp_peer_addr((struct sockaddr *)&ss, r->cm_len, &pa)) ||
+	    (rc = fc_node_peer_add(r->cm->d->node, &pa, &r->node_peer)))
 		return rc;
-	return fc_node_peer_add(r->cm->d->node, &pa, &r->node_peer);
+	/* who a UD completion's src_id names (fd_cm_peer_cm_addr); psp: hs_take's already */
+	if ((p = peer_of(r->cm, &r->cm_addr, r->cm_len, 1)) && !is_psp(r->cm)) {
+		p->node_peer = r->node_peer;
+		p->has_node_peer = 1;
+	}
+	return 0;
 }
 
 static void established(struct cm_rec *r)
@@ -725,7 +853,7 @@ static void established(struct cm_rec *r)
 		p->conns++;
 	if (p && r->kind == KIND_AH && r->role == ROLE_INI)
 		p->ah = r; /* the one address handles to that peer share (fd_cm_ah) */
-	LOG_I("cm: connection %#x <-> %#x with %s established (%s %u, QP %u <-> %u)",
+	LOG_I("cm: connection %u <-> %u with %s established (%s %u, QP %u <-> %u)",
 	      r->lcid, r->rcid, addr_str(&r->cm_addr, a, sizeof(a)), kind_name[r->kind],
 	      r->service, r->lqpn, r->rqpn);
 	r->done = NULL;
@@ -782,11 +910,17 @@ static void tgt_bind(struct cm_rec *r)
 	rec_arm(r, r->deadline_ns - fd_now_ns());
 	return;
 fail:
-	LOG_W("cm: cannot accept a %s request (service %u, QP %u): %s", kind_name[r->kind],
-	      r->service, r->lqpn, strerror(-rc));
-	send_msg(r->cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_RESOURCES, r->txid);
-	r->cm->st.rejects_sent++;
-	rec_fail(r, rc);
+	{
+		char a[80];
+
+		LOG_W("cm: cannot accept a %s request of %s (service %u, QP %u): %s: refused "
+		      "(no resources)", kind_name[r->kind], addr_str(&r->cm_addr, a, sizeof(a)),
+		      r->service, r->lqpn, strerror(-rc));
+		send_msg(r->cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_RESOURCES, r->txid);
+		r->cm->st.rejects_sent++;
+		rec_fail_why(r, rc, "accepting the request of %s (service %u): %s%s", a, r->service,
+			     strerror(-rc), rc == -ENOSPC ? " (a table of our daemon is full)" : "");
+	}
 }
 
 /* ---- receive ---- */
@@ -827,6 +961,13 @@ static void reject(struct fd_cm *cm, const struct sockaddr_storage *to, socklen_
 	cm->st.rejects_sent++;
 }
 
+/* Target: we hold the REQ of r (backlog): tell its initiator we are alive (MRA). */
+static void send_mra(struct cm_rec *r)
+{
+	rec_send(r, CM_MRA);
+	r->cm->wst.mra_sent++;
+}
+
 static void on_req_service(struct fd_cm *cm, const struct cm_wire *m,
 			   const struct sockaddr_storage *from, socklen_t len)
 {
@@ -854,6 +995,7 @@ static void on_req_service(struct fd_cm *cm, const struct cm_wire *m,
 	} else {
 		l->queued++;
 		rec_arm(r, CM_BACKLOG_TTL_NS);
+		send_mra(r); /* held for an accept: not silence */
 	}
 }
 
@@ -885,6 +1027,7 @@ static void on_req_bind(struct fd_cm *cm, const struct cm_wire *m,
 			tgt_bind(x);
 		} else if (x->role == ROLE_TGT && x->state == ST_BACKLOG) {
 			req_fields(x, m, from, len); /* the peer started again: its newest REQ */
+			send_mra(x);
 		} else {
 			cm->st.rx_stale++; /* crossed and ours wins, or done already */
 		}
@@ -906,6 +1049,7 @@ static void on_req_bind(struct fd_cm *cm, const struct cm_wire *m,
 	index_add(&cm->by_qpn, r, dest);
 	req_fields(r, m, from, len);
 	rec_arm(r, CM_BACKLOG_TTL_NS);
+	send_mra(r); /* held until our client binds its QP: not silence */
 }
 
 /* An ah connection needs nobody's consent here: it has no QP of ours. */
@@ -926,9 +1070,11 @@ static void on_req(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 {
 	struct cm_rec *r = find_tx(cm, from, len, be64toh(m->txid), ROLE_TGT);
 
-	if (r) { /* a repeated REQ: our REP was lost */
+	if (r) { /* a repeated REQ: our REP was lost, or we hold it (MRA again) */
 		if (r->state == ST_REP_SENT || r->state == ST_ESTABLISHED)
 			rec_send(r, CM_REP);
+		else if (r->state == ST_BACKLOG)
+			send_mra(r);
 		cm->st.rx_stale++;
 		return;
 	}
@@ -1004,18 +1150,73 @@ static void on_rtu(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
 	established(r);
 }
 
+/* The errno a REJ reason becomes for the client (the file comment). */
+static int rej_errno(uint16_t why)
+{
+	switch (why) {
+	case CM_R_NO_LISTENER:
+	case CM_R_NO_QP: return -ECONNREFUSED;
+	case CM_R_VERSION:
+	case CM_R_FEATURES: return -EPROTO;
+	case CM_R_NO_RESOURCES: return -EUSERS;
+	case CM_R_BACKLOG_FULL: return -EAGAIN;
+	case CM_R_ABORTED: return -ECONNABORTED;
+	case CM_R_QP_TYPE: return -EPROTOTYPE;
+	case CM_R_SECURITY: return -EPROTONOSUPPORT;
+	default: return -ECONNREFUSED;
+	}
+}
+
+/* What a REJ of r says, for the client (its hello: the refuser's version and features). */
+static void rej_text(const struct cm_rec *r, const struct cm_wire *m, char *buf, size_t cap)
+{
+	const struct fd_cfg *c = &r->cm->d->cfg;
+	uint16_t why = ntohs(m->reason);
+
+	switch (why) {
+	case CM_R_NO_LISTENER:
+		snprintf(buf, cap, "no listener on service %u there", r->service);
+		break;
+	case CM_R_NO_QP:
+		snprintf(buf, cap, "it has no QP %u", r->rqpn);
+		break;
+	case CM_R_VERSION:
+		snprintf(buf, cap, "it speaks CM version %u, we %u", m->version, FD_CM_VERSION);
+		break;
+	case CM_R_FEATURES:
+		snprintf(buf, cap, "features do not match (it supports %#x and requires %#x, we "
+			 "support %#x and require %#x)", ntohl(m->features_supported),
+			 ntohl(m->features_required), c->features_supported, c->features_required);
+		break;
+	case CM_R_NO_RESOURCES:
+		snprintf(buf, cap, "it is out of resources (a connection or QP table of it is full)");
+		break;
+	case CM_R_BACKLOG_FULL:
+		snprintf(buf, cap, "the backlog of its listener on service %u is full", r->service);
+		break;
+	case CM_R_SECURITY:
+		snprintf(buf, cap, "it runs security psp, we none (both ends need the same --security)");
+		break;
+	default:
+		snprintf(buf, cap, "%s", why < sizeof(reason_name) / sizeof(reason_name[0]) ?
+			 reason_name[why] : "an unknown reason");
+	}
+}
+
 static void on_rej(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
 {
 	uint16_t why = ntohs(m->reason);
-	char a[80];
+	char a[80], text[160];
 
 	cm->st.rejects_rcvd++;
 	if (r->state != ST_REQ_SENT && r->state != ST_RTU_SENT && r->state != ST_REP_SENT)
 		return;
+	rej_text(r, m, text, sizeof(text));
 	LOG_W("cm: %s refused a %s connection (service %u, QP %u -> %u): %s",
 	      addr_str(&r->cm_addr, a, sizeof(a)), kind_name[r->kind], r->service, r->lqpn,
-	      r->rqpn, why < sizeof(reason_name) / sizeof(reason_name[0]) ? reason_name[why] : "?");
-	rec_fail(r, why == CM_R_QP_TYPE ? -EPROTOTYPE : -ECONNREFUSED);
+	      r->rqpn, text);
+	rec_fail_why(r, rej_errno(why), "%s refused the %s connection: %s", a, kind_name[r->kind],
+		     text);
 }
 
 static struct cm_rec *find_conn(struct fd_cm *cm, const struct sockaddr_storage *from,
@@ -1036,7 +1237,7 @@ void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid)
 
 		if (r->lcid != lcid || r->state != ST_ESTABLISHED || r->kind == KIND_AH)
 			continue;
-		LOG_W("cm: %s connection %#x to %s failed: the peer was silent past QP %u's "
+		LOG_W("cm: %s connection %u to %s failed: the peer was silent past QP %u's "
 		      "timers; telling it", kind_name[r->kind], r->lcid,
 		      addr_str(&r->cm_addr, a, sizeof(a)), r->lqpn);
 		r->state = ST_REMOTE_CLOSED; /* nothing more to say; the client closes it */
@@ -1061,7 +1262,7 @@ static void on_dreq(struct fd_cm *cm, const struct cm_wire *m, const struct sock
 		if (r->kind != KIND_AH)
 			fc_rdma_qp_modify(fc_node_rdma(cm->d->node), r->lqpn, &at);
 		r->state = ST_REMOTE_CLOSED;
-		LOG_I("cm: %s closed %s connection %#x (QP %u in error)",
+		LOG_I("cm: %s closed %s connection %u (QP %u in error)",
 		      addr_str(from, a, sizeof(a)), kind_name[r->kind], r->lcid, r->lqpn);
 		fd_kick(cm->d);
 	}
@@ -1181,7 +1382,7 @@ static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 	struct cm_rec *r;
 	uint16_t why = 0;
 
-	if (ntohl(m->magic) != CM_MAGIC || !m->type || m->type > CM_DREP) {
+	if (ntohl(m->magic) != CM_MAGIC || !m->type || m->type > CM_MRA) {
 		cm->st.rx_bad++;
 		return;
 	}
@@ -1189,8 +1390,15 @@ static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 		if (m->type == CM_REQ || m->type == CM_REP) {
 			send_msg(cm, NULL, from, len, CM_REJ, why, txid);
 			cm->st.rejects_sent++;
-			if (m->type == CM_REP && (r = find_tx(cm, from, len, txid, ROLE_INI)))
-				rec_fail(r, -ECONNREFUSED);
+			if (m->type == CM_REP && (r = find_tx(cm, from, len, txid, ROLE_INI))) {
+				struct cm_wire as = *m;
+				char a[80], text[160];
+
+				as.reason = htons(why); /* the answer refused as its REJ would say */
+				rej_text(r, &as, text, sizeof(text));
+				rec_fail_why(r, rej_errno(why), "%s answered, but we refuse it: %s",
+					     addr_str(from, a, sizeof(a)), text);
+			}
 		}
 		return;
 	}
@@ -1224,6 +1432,8 @@ static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 		established(r);
 	} else if (m->type == CM_REJ)
 		on_rej(cm, r, m);
+	else if (m->type == CM_MRA)
+		cm->wst.mra_rcvd++; /* it holds our REQ: alive (hello_ok noted it) */
 }
 
 
@@ -1232,6 +1442,36 @@ static void on_msg(struct fd_cm *cm, const struct cm_wire *m, const struct socka
 #define TAG_HS1 0x46434831u    /* "FCH1": handshake message 1 follows */
 #define TAG_HS2 0x46434832u    /* "FCH2" */
 #define TAG_SEALED 0x46435331u /* "FCS1": counter, then a sealed inner message */
+#define TAG_REFUSED 0x46435231u /* "FCR1": a message 1 refused, in clear (struct hs_refusal) */
+
+/* A refused handshake, told in clear to whoever sent message 1 (we could not, or would
+ * not, authenticate it): the reason, and only to an authenticated initiator (a mismatch
+ * found in its payload) our CM version or cipher. It echoes the header and ephemeral
+ * key of the message 1 it answers, which an off-path sender cannot guess: the initiator
+ * takes a refusal only for the handshake it has in flight. 44 bytes: less than any
+ * message 1 (FC_HS_MSG1_LEN(HS_PAYLOAD_LEN) = 180); at most CM_REFUSALS_PER_S a second.
+ * Replayed and malformed messages 1 get no answer (never from a true initiator). */
+#define HS_ECHO_LEN (FC_HS_HDR_LEN + FC_HS_KEY_LEN)
+struct hs_refusal {
+	uint32_t tag;           /* TAG_REFUSED, big endian */
+	uint8_t reason;         /* enum hs_refuse */
+	uint8_t cm_version;     /* HR_VERSION after authentication: ours; else 0 */
+	uint8_t cipher;         /* HR_CIPHER: our PSP version; else 0 */
+	uint8_t pad;
+	uint8_t echo[HS_ECHO_LEN];
+};
+_Static_assert(sizeof(struct hs_refusal) == 44, "hs refusal");
+
+enum hs_refuse {
+	HR_SECURITY = 1,  /* the responder runs security none */
+	HR_NOT_ALLOWED,   /* our key is not on its allow-list (-ENOKEY there) */
+	HR_AUTH,          /* message 1 did not authenticate: not its key we have (-EBADMSG) */
+	HR_STALE,         /* our timestamp is too far from its clock (-ESTALE) */
+	HR_VERSION,       /* handshake wire version, or (authenticated) CM version / features */
+	HR_CIPHER,        /* (authenticated) another PSP cipher */
+	HR_RESOURCES,     /* (authenticated) its peer or key tables are full */
+	HR_END
+};
 #define SEALED_HDR 12u         /* tag + counter: the AEAD's associated data */
 #define INNER_MAX 96u
 
@@ -1245,6 +1485,11 @@ enum inner_kind { IN_WIRE = 1, IN_KEYS, IN_KEYS_ACK };
 static const char *const hs_refusal_name[8] = {
 	"unknown key", "bad MAC", "replayed", "stale", "malformed", "unsupported version",
 	"cipher or CM version mismatch", "other",
+};
+/* ... and as JSON keys and metric labels */
+static const char *const hs_refusal_key[8] = {
+	"unknown_key", "bad_mac", "replayed", "stale", "malformed", "unsupported_version",
+	"version_mismatch", "other",
 };
 
 static unsigned hs_refusal(int rc)
@@ -1275,11 +1520,19 @@ static uint32_t sess_of(const struct fd_cm *cm, const struct cm_peer *p)
 	return (uint32_t)(p - cm->peers);
 }
 
+/* Send one datagram. A send can fail once for an ICMP error that came back for another
+ * datagram (IP_RECVERR keeps it pending on the socket): it is tried once more, and what
+ * fails then is this one's own (cm->tx_errno, which REQ senders check: no route). */
 static void xmit_raw(struct fd_cm *cm, const void *buf, size_t len,
 		     const struct sockaddr_storage *to, socklen_t tolen)
 {
-	if (sendto(cm->fd, buf, len, 0, (const struct sockaddr *)to, tolen) == (ssize_t)len)
-		cm->st.tx++;
+	for (int i = 0; i < 2; i++)
+		if (sendto(cm->fd, buf, len, 0, (const struct sockaddr *)to, tolen) == (ssize_t)len) {
+			cm->st.tx++;
+			return;
+		}
+	cm->tx_errno = errno;
+	cm->wst.tx_errors++;
 }
 
 /* One inner message, sealed under the session's transport key (nonce: 4 zero bytes and
@@ -1369,6 +1622,7 @@ static int hs_take(struct fd_cm *cm, struct cm_peer *p, const struct fc_hs_peer_
 				      m->payload + 8)))
 		return rc;
 	fd_sec_bind(cm->d->sec, sess_of(cm, p), p->node_peer);
+	p->has_node_peer = 1;
 	boot = be64toh(boot);
 	if (p->boot_id && boot && boot != p->boot_id)
 		peer_restarted(cm, p, &p->cm, p->cm_len, "restarted (a new boot id)");
@@ -1462,6 +1716,95 @@ static void hs_start(struct fd_cm *cm, struct cm_peer *p)
 		xmit_raw(cm, buf, 4 + n, &p->cm, p->cm_len);
 }
 
+/* Tell the sender of message 1 msg why we refuse it (struct hs_refusal); reason 0: say
+ * nothing. Also from a daemon in security none, which cannot take handshakes at all. */
+static void refuse_hs(struct fd_cm *cm, const uint8_t *msg, size_t len,
+		      const struct sockaddr_storage *to, socklen_t tolen, uint8_t reason)
+{
+	struct hs_refusal m = { .tag = htonl(TAG_REFUSED), .reason = reason };
+
+	if (!reason || len < HS_ECHO_LEN || !refusal_ok(cm))
+		return;
+	if (reason == HR_VERSION && is_psp(cm))
+		m.cm_version = FD_CM_VERSION;
+	if (reason == HR_CIPHER)
+		m.cipher = fd_sec_cipher(cm->d->sec);
+	memcpy(m.echo, msg, HS_ECHO_LEN);
+	xmit_raw(cm, &m, sizeof(m), to, tolen);
+}
+
+/* What a refusal of our handshake means for our clients: the errno, and the sentence. */
+static int refused_text(const struct hs_refusal *m, uint8_t our_cipher, char *buf, size_t cap)
+{
+	switch (m->reason) {
+	case HR_SECURITY:
+		snprintf(buf, cap, "it runs security none, we psp (both ends need the same "
+			 "--security)");
+		return -EPROTONOSUPPORT;
+	case HR_NOT_ALLOWED:
+		snprintf(buf, cap, "our key is not on its allow-list (its --peer lines)");
+		return -EACCES;
+	case HR_AUTH:
+		snprintf(buf, cap, "it could not authenticate us: the key we have for it (our "
+			 "--peer) is not its key");
+		return -EKEYREJECTED;
+	case HR_STALE:
+		snprintf(buf, cap, "its clock and ours differ by more than %llu s",
+			 (unsigned long long)(FC_HS_SKEW_DEFAULT_NS / 1000000000ull));
+		return -ESTALE;
+	case HR_VERSION:
+		if (m->cm_version == FD_CM_VERSION)
+			snprintf(buf, cap, "CM features do not match: one side requires one the other "
+				 "lacks (--cm-require; each side's log says which)");
+		else if (m->cm_version)
+			snprintf(buf, cap, "it speaks CM version %u, we %u", m->cm_version,
+				 FD_CM_VERSION);
+		else
+			snprintf(buf, cap, "it speaks another handshake version");
+		return -EPROTO;
+	case HR_CIPHER:
+		snprintf(buf, cap, "it encrypts with PSP version %u, we with %u (--psp-cipher must "
+			 "agree)", m->cipher, our_cipher);
+		return -EPROTONOSUPPORT;
+	case HR_RESOURCES:
+		snprintf(buf, cap, "it is out of resources (its peer table is full)");
+		return -EUSERS;
+	default:
+		snprintf(buf, cap, "an unknown reason (%u)", m->reason);
+		return -ECONNREFUSED;
+	}
+}
+
+/* Initiator: the peer refused the message 1 we have in flight. Every record waiting for
+ * that session fails now with the reason (no retry could change it). */
+static void on_refused(struct fd_cm *cm, const uint8_t *buf, size_t n,
+		       const struct sockaddr_storage *from, socklen_t flen)
+{
+	struct cm_peer *p = peer_of(cm, from, flen, 0);
+	struct hs_refusal m;
+	char a[80], text[160], why[320];
+	int err;
+
+	if (n != sizeof(m) || !p || p->sess != SESS_HS_SENT || p->hs_msg1_len < HS_ECHO_LEN) {
+		cm->st.rx_stale++;
+		return;
+	}
+	memcpy(&m, buf, sizeof(m));
+	if (memcmp(m.echo, p->hs_msg1, HS_ECHO_LEN)) {
+		cm->st.rx_stale++; /* not for the handshake we have in flight */
+		return;
+	}
+	cm->wst.refusals_rcvd++;
+	p->last_seen_ns = fd_now_ns();
+	fc_hs_wipe(&p->hs);
+	p->sess = SESS_NONE;
+	err = refused_text(&m, fd_sec_cipher(cm->d->sec), text, sizeof(text));
+	addr_str(from, a, sizeof(a));
+	LOG_W("cm: %s refused our handshake: %s", a, text);
+	snprintf(why, sizeof(why), "%s refused our handshake: %s", a, text);
+	fail_asking(cm, from, flen, err, why);
+}
+
 /* Responder: a message 1. */
 static void on_hs1(struct fd_cm *cm, const uint8_t *msg, size_t len,
 		   const struct sockaddr_storage *from, socklen_t flen)
@@ -1483,6 +1826,9 @@ static void on_hs1(struct fd_cm *cm, const uint8_t *msg, size_t len,
 	if ((rc = fc_hs_responder(&hs, &cfg)) || (rc = fc_hs_read_msg1(&hs, realtime_ns(), msg, len, &in))) {
 		fc_hs_wipe(&hs);
 		hs_refused(cm, from, rc, "handshake");
+		refuse_hs(cm, msg, len, from, flen, rc == -ENOKEY ? HR_NOT_ALLOWED :
+			  rc == -EBADMSG ? HR_AUTH : rc == -ESTALE ? HR_STALE :
+			  rc == -EPROTONOSUPPORT ? HR_VERSION : 0);
 		return;
 	}
 	if (!(p = peer_of(cm, from, flen, 1))) {
@@ -1500,11 +1846,19 @@ static void on_hs1(struct fd_cm *cm, const uint8_t *msg, size_t len,
 	}
 	if ((rc = hs_take(cm, p, &in)) || (rc = hs_payload(cm, p, pl)) ||
 	    (rc = fc_hs_write_msg2(&hs, &hello, pl, sizeof(pl), buf + 4, sizeof(buf) - 4, &n))) {
+		/* an authenticated initiator: it may learn what does not match */
+		uint8_t why = rc != -EPROTOTYPE ? HR_RESOURCES :
+			      in.payload_len == HS_PAYLOAD_LEN &&
+			      in.payload[0] != fd_sec_cipher(cm->d->sec) ? HR_CIPHER : HR_VERSION;
+
 		sodium_memzero(pl, sizeof(pl));
+		sodium_memzero(in.payload, sizeof(in.payload));
 		fc_hs_wipe(&hs);
 		hs_refused(cm, from, rc, "handshake");
+		refuse_hs(cm, msg, len, from, flen, why);
 		return;
 	}
+	p->last_seen_ns = fd_now_ns();
 	sodium_memzero(pl, sizeof(pl));
 	sodium_memzero(in.payload, sizeof(in.payload));
 	if (p->sess == SESS_HS_SENT)
@@ -1531,11 +1885,32 @@ static void on_hs2(struct fd_cm *cm, const uint8_t *msg, size_t len,
 		hs_refused(cm, from, rc, "handshake answer");
 		return; /* a forgery changes nothing: ours goes on */
 	}
+	p->last_seen_ns = fd_now_ns();
 	if ((rc = hs_take(cm, p, &in))) {
+		int cipher = in.payload_len == HS_PAYLOAD_LEN ? in.payload[0] : -1;
+		char a[80], why[256];
+
 		sodium_memzero(in.payload, sizeof(in.payload));
 		fc_hs_wipe(&p->hs);
 		p->sess = SESS_NONE;
 		hs_refused(cm, from, rc, "handshake answer");
+		addr_str(from, a, sizeof(a));
+		if (rc == -EPROTOTYPE && cipher >= 0 && cipher != fd_sec_cipher(cm->d->sec))
+			snprintf(why, sizeof(why), "%s encrypts with PSP version %d, we with %u "
+				 "(--psp-cipher must agree)", a, cipher, fd_sec_cipher(cm->d->sec));
+		else if (rc == -EPROTOTYPE && in.hello.version != FD_CM_VERSION)
+			snprintf(why, sizeof(why), "%s speaks CM version %u, we %u", a,
+				 in.hello.version, FD_CM_VERSION);
+		else if (rc == -EPROTOTYPE)
+			snprintf(why, sizeof(why), "%s: CM features do not match (it supports %#x and "
+				 "requires %#x, we support %#x and require %#x)", a,
+				 in.hello.features_supported, in.hello.features_required,
+				 cm->d->cfg.features_supported, cm->d->cfg.features_required);
+		else
+			snprintf(why, sizeof(why), "%s: its handshake answer could not be taken: %s",
+				 a, strerror(-rc));
+		fail_asking(cm, from, flen, rc != -EPROTOTYPE ? -EUSERS : cipher >= 0 &&
+			    cipher != fd_sec_cipher(cm->d->sec) ? -EPROTONOSUPPORT : -EPROTO, why);
 		return;
 	}
 	sodium_memzero(in.payload, sizeof(in.payload));
@@ -1756,12 +2131,94 @@ static void sec_arm(struct fd_cm *cm)
 	}
 }
 
+/* An ICMP error (or a local one) for a datagram we sent to `to` (IP_RECVERR): the
+ * records asking that peer fail at once, unreachable. Others (too big, ...) are no
+ * answer to a connection request. */
+static void on_icmp(struct fd_cm *cm, const struct sockaddr_storage *to, socklen_t len,
+		    const struct sock_extended_err *ee)
+{
+	struct cm_peer *p = peer_of(cm, to, len, 0);
+	char a[80], why[256];
+	const char *what;
+
+	switch (ee->ee_errno) {
+	case ECONNREFUSED: what = "ICMP port unreachable: no falcond listens on that port"; break;
+	case EHOSTUNREACH: what = "host unreachable (ICMP)"; break;
+	case ENETUNREACH: what = "network unreachable (ICMP)"; break;
+	case EHOSTDOWN: what = "host down"; break;
+	case EACCES: what = "communication administratively prohibited (ICMP)"; break;
+	default: return;
+	}
+	cm->wst.icmp_errors++;
+	if (p && p->sess == SESS_HS_SENT) { /* the next attempt starts a new handshake */
+		fc_hs_wipe(&p->hs);
+		p->sess = SESS_NONE;
+	}
+	addr_str(to, a, sizeof(a));
+	snprintf(why, sizeof(why), "%s unreachable: %s", a, what);
+	if (fail_asking(cm, to, len, -EHOSTUNREACH, why))
+		LOG_W("cm: %s", why);
+}
+
+/* The socket's error queue: ICMP errors of what we sent (IP_RECVERR / IPV6_RECVERR). */
+static void cm_errqueue(struct fd_cm *cm)
+{
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage to;
+		union {
+			struct cmsghdr c;
+			char room[CMSG_SPACE(sizeof(struct sock_extended_err) +
+					     sizeof(struct sockaddr_in6)) * 2];
+		} ctl;
+		uint8_t b[64];
+		struct iovec iov = { b, sizeof(b) };
+		struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+				    .msg_iovlen = 1, .msg_control = ctl.room,
+				    .msg_controllen = sizeof(ctl.room) };
+
+		memset(&to, 0, sizeof(to));
+		if (recvmsg(cm->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			struct sock_extended_err ee;
+
+			if (!((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+			      (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) ||
+			    c->cmsg_len < CMSG_LEN(sizeof(ee)))
+				continue;
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			if (ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6 ||
+			    ee.ee_origin == SO_EE_ORIGIN_LOCAL)
+				on_icmp(cm, &to, m.msg_namelen, &ee);
+		}
+	}
+}
+
+/* Security psp, a plain CM message: refused; a REQ is told why in clear, as a plain REJ
+ * of the same size (a daemon in security none takes it). */
+static void refuse_plain(struct fd_cm *cm, const uint8_t *buf, ssize_t n,
+			 const struct sockaddr_storage *from, socklen_t len)
+{
+	struct cm_wire m;
+
+	cm->st.rx_plain_refused++;
+	if (n != (ssize_t)sizeof(m))
+		return;
+	memcpy(&m, buf, sizeof(m));
+	if (m.type != CM_REQ || !refusal_ok(cm))
+		return;
+	m = (struct cm_wire){ .magic = htonl(CM_MAGIC), .version = FD_CM_VERSION, .type = CM_REJ,
+			      .reason = htons(CM_R_SECURITY), .txid = m.txid };
+	xmit_raw(cm, &m, sizeof(m), from, len);
+}
+
 static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct fd_cm *cm = w->data;
 
 	(void)loop;
 	(void)revents;
+	cm_errqueue(cm);
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage from;
 		socklen_t len = sizeof(from);
@@ -1770,8 +2227,12 @@ static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ssize_t n = recvfrom(cm->fd, buf, sizeof(buf), MSG_TRUNC, (struct sockaddr *)&from,
 				     &len);
 
-		if (n < 0)
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
+		if (n < 0) { /* an ICMP error reported once more (the error queue has it) */
+			cm_errqueue(cm);
+			continue;
+		}
 		cm->st.rx++;
 		if (fault_drop(cm))
 			continue;
@@ -1787,13 +2248,18 @@ static void cm_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			memcpy(&m, buf, sizeof(m));
 			on_msg(cm, &m, &from, len);
 		} else if (tag == CM_MAGIC && is_psp(cm)) {
-			cm->st.rx_plain_refused++; /* psp: only sealed CM messages count */
+			refuse_plain(cm, buf, n, &from, len); /* psp: only sealed CM messages count */
 		} else if (tag == TAG_HS1 && is_psp(cm)) {
 			on_hs1(cm, buf + 4, (size_t)n - 4, &from, len);
+		} else if (tag == TAG_HS1) { /* security none: we cannot take it, say so */
+			cm->st.rx_bad++;
+			refuse_hs(cm, buf + 4, (size_t)n - 4, &from, len, HR_SECURITY);
 		} else if (tag == TAG_HS2 && is_psp(cm)) {
 			on_hs2(cm, buf + 4, (size_t)n - 4, &from, len);
 		} else if (tag == TAG_SEALED && is_psp(cm)) {
 			on_sealed(cm, buf, (size_t)n, &from, len);
+		} else if (tag == TAG_REFUSED && is_psp(cm)) {
+			on_refused(cm, buf, (size_t)n, &from, len);
 		} else {
 			cm->st.rx_bad++;
 		}
@@ -1816,7 +2282,7 @@ static void close_step(struct cm_rec *r)
 	struct fd_cm *cm = r->cm;
 	uint64_t owed = r->t ? fc_pdl_ack_owed_at(fc_txn_pdl(r->t)) : UINT64_MAX, now = fd_now_ns();
 
-	LOG_D("cm: closing %#x: ack owed at %llu (now %llu), try %u", r->lcid,
+	LOG_D("cm: closing %u: ack owed at %llu (now %llu), try %u", r->lcid,
 	      (unsigned long long)owed, (unsigned long long)now, r->tries);
 	if (owed != UINT64_MAX && r->tries++ < CM_CLOSE_ACK_WAITS) {
 		rec_arm(r, (owed > now ? owed - now : 0) + CM_CLOSE_ACK_SLACK_NS);
@@ -1828,6 +2294,9 @@ static void close_step(struct cm_rec *r)
 	rec_arm(r, (uint64_t)cm->d->cfg.cm_retry_ms * 1000000ull);
 }
 
+static void req_send(struct cm_rec *r, uint8_t type);
+static int silent(const struct cm_rec *r, uint64_t now);
+
 static void rec_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct cm_rec *r = w->data;
@@ -1838,23 +2307,49 @@ static void rec_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	switch (r->state) {
 	case ST_REQ_SENT:
-	case ST_RTU_SENT:
-		if (now >= r->deadline_ns) {
-			char a[80];
+	case ST_RTU_SENT: {
+		char a[80];
 
-			LOG_W("cm: no answer from %s for service %u after %u tries",
-			      addr_str(&r->cm_addr, a, sizeof(a)), r->service, r->tries + 1);
+		addr_str(&r->cm_addr, a, sizeof(a));
+		if (r->tx_err) {
+			rec_fail_why(r, -EHOSTUNREACH, "%s unreachable: cannot send to it: %s", a,
+				     strerror(r->tx_err));
+			return;
+		}
+		if (silent(r, now)) {
 			cm->st.timeouts++;
-			rec_fail(r, -ETIMEDOUT);
+			cm->wst.silent++;
+			LOG_W("cm: no answer at all from %s in %llu ms (%u tries): down?", a,
+			      (unsigned long long)((now - r->start_ns) / 1000000u), r->tries + 1);
+			rec_fail_why(r, -ETIMEDOUT, "no answer at all from %s in %llu ms (%u tries): "
+				     "is its falcond running, its CM port reachable?", a,
+				     (unsigned long long)((now - r->start_ns) / 1000000u), r->tries + 1);
+			return;
+		}
+		if (now >= r->deadline_ns) {
+			LOG_W("cm: no answer from %s for service %u after %u tries", a, r->service,
+			      r->tries + 1);
+			cm->st.timeouts++;
+			rec_fail_why(r, -ETIMEDOUT, "%s did not complete the %s connection (service %u) "
+				     "in %llu ms (%u tries)%s", a, kind_name[r->kind], r->service,
+				     (unsigned long long)((now - r->start_ns) / 1000000u), r->tries + 1,
+				     r->state == ST_REQ_SENT ? ": it holds our request (no accept, or "
+				     "the peer QP not bound yet)" : "");
 			return;
 		}
 		r->tries++;
 		cm->st.retries++;
-		rec_send(r, r->state == ST_REQ_SENT ? CM_REQ : CM_RTU);
-		rec_arm(r, step);
+		if (r->state == ST_REQ_SENT)
+			req_send(r, CM_REQ);
+		else {
+			rec_send(r, CM_RTU);
+			rec_arm(r, step);
+		}
 		return;
+	}
 	case ST_ACCEPT_WAIT:
-		rec_fail(r, -ETIMEDOUT);
+		rec_fail_why(r, -ETIMEDOUT, "no connection request for service %u came in time",
+			     r->service);
 		return;
 	case ST_BACKLOG: {
 		struct cm_listener *l = listener_of(cm, r->service);
@@ -1930,6 +2425,12 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 	if (cm->fd < 0)
 		goto fail;
 	setsockopt(cm->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* ICMP errors of what we send (port / host unreachable) come back on the error
+	 * queue, with the address they concern: a peer that is down is told apart at once */
+	if (ss.ss_family == AF_INET)
+		setsockopt(cm->fd, SOL_IP, IP_RECVERR, &one, sizeof(one));
+	else
+		setsockopt(cm->fd, SOL_IPV6, IPV6_RECVERR, &one, sizeof(one));
 	/* a client that leaves with 10,000 QPs closes them in one go: room for their DREQs
 	 * and DREPs, else most are dropped and retried cm_retry_ms later (the kernel caps it
 	 * at net.core.rmem_max / wmem_max; best effort) */
@@ -2003,13 +2504,24 @@ static int64_t ini_start(struct fd_cm *cm, const struct sockaddr *peer, socklen_
 	struct cm_rec *r;
 	int rc;
 
+	char a[80];
+
+	set_why(cm, "%s", "");
 	if (!peer || len > sizeof(r->cm_addr) ||
 	    (peer->sa_family != AF_INET && peer->sa_family != AF_INET6) ||
 	    (peer->sa_family == AF_INET && len < sizeof(struct sockaddr_in)) ||
 	    (peer->sa_family == AF_INET6 && len < sizeof(struct sockaddr_in6)))
 		return -EINVAL;
-	if (peer->sa_family != (sa_family_t)(strchr(cm->d->cfg.listen_addr, ':') ? AF_INET6 : AF_INET))
+	addr_str((const struct sockaddr_storage *)(const void *)peer, a, sizeof(a));
+	if (peer->sa_family != (sa_family_t)(strchr(cm->d->cfg.listen_addr, ':') ? AF_INET6 : AF_INET)) {
+		set_why(cm, "%s: our falcond listens on %s (--listen), another address family", a,
+			cm->d->cfg.listen_addr);
 		return -EAFNOSUPPORT;
+	}
+	if (is_psp(cm) && !fd_sec_key_of(cm->d->sec, peer, len)) {
+		set_why(cm, "%s: we have no key for it (security psp: --peer KEY@%s)", a, a);
+		return -EACCES;
+	}
 	r = rec_new(cm, ROLE_INI, ST_REQ_SENT);
 	if (!r)
 		return -ENOMEM;
@@ -2025,20 +2537,58 @@ static int64_t ini_start(struct fd_cm *cm, const struct sockaddr *peer, socklen_
 		if (rc == -ENOSPC)
 			conns_full(cm);
 		rec_free(r);
+		set_why(cm, "connecting to %s: no connection ID free here: %s (--max-conns %u)", a,
+			strerror(-rc), cm->d->cfg.max_conns);
 		return rc;
 	}
 	r->have_lcid = 1;
 	r->done = done;
 	r->ctx = ctx;
-	r->deadline_ns = fd_now_ns() + bound_ns(cm, timeout_ms);
+	r->start_ns = fd_now_ns();
+	r->deadline_ns = r->start_ns + bound_ns(cm, timeout_ms);
 	*out = r;
 	return r->id;
 }
 
+/* Send (or resend) r's REQ, or its handshake first; a send the socket refuses for
+ * want of a route fails r from its timer, at once (not inside our caller). */
+static void req_send(struct cm_rec *r, uint8_t type)
+{
+	int e;
+
+	r->cm->tx_errno = 0;
+	rec_send(r, type);
+	e = r->cm->tx_errno;
+	if (e == ENETUNREACH || e == EHOSTUNREACH || e == EADDRNOTAVAIL || e == EPERM ||
+	    e == EACCES)
+		r->tx_err = e;
+	rec_arm(r, r->tx_err ? 0 : (uint64_t)r->cm->d->cfg.cm_retry_ms * 1000000ull);
+}
+
 static void ini_send(struct cm_rec *r)
 {
-	rec_send(r, CM_REQ);
-	rec_arm(r, (uint64_t)r->cm->d->cfg.cm_retry_ms * 1000000ull);
+	req_send(r, CM_REQ);
+}
+
+/* An initiator's REQ that no message of any kind answered within the silence bound:
+ * the peer is down (a peer that holds the REQ says so: MRA). A peer known not to send
+ * MRA (an older falcond) is waited for until the deadline. */
+static int silent(const struct cm_rec *r, uint64_t now)
+{
+	const struct fd_cm *cm = r->cm;
+	const struct cm_peer *p = NULL;
+	uint64_t bound = (uint64_t)CM_SILENT_MS * 1000000ull;
+
+	for (uint32_t i = 0; i < cm->npeers && !p; i++)
+		if (same_sa(&cm->peers[i].cm, cm->peers[i].cm_len, &r->cm_addr, r->cm_len))
+			p = &cm->peers[i];
+	if ((uint64_t)cm->d->cfg.cm_retry_ms * 3000000ull > bound)
+		bound = (uint64_t)cm->d->cfg.cm_retry_ms * 3000000ull;
+	if (r->state != ST_REQ_SENT || now - r->start_ns < bound)
+		return 0;
+	if (p && p->last_seen_ns >= r->start_ns)
+		return 0; /* it answered (MRA, a handshake): alive */
+	return !(p && p->last_seen_ns && !(p->features_supported & FD_CM_F_MRA));
 }
 
 int64_t fd_cm_connect(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
@@ -2126,6 +2676,20 @@ static struct cm_rec *rec_of_id(const struct fd_cm *cm, int64_t id)
 	     r = index_next(&cm->by_id, r))
 		;
 	return r;
+}
+
+int fd_cm_peer_cm_addr(struct fd_cm *cm, uint32_t node_peer, struct sockaddr_storage *ss,
+		       socklen_t *len)
+{
+	for (uint32_t i = 0; i < cm->npeers; i++)
+		if (cm->peers[i].has_node_peer && cm->peers[i].node_peer == node_peer) {
+			memcpy(ss, &cm->peers[i].cm, cm->peers[i].cm_len);
+			*len = cm->peers[i].cm_len;
+			return 0;
+		}
+	set_why(cm, "no daemon with number %u (a UD completion's src_id) is known here: of "
+		"another falcond, or of one before a restart", node_peer + 1);
+	return -ENOENT;
 }
 
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id)
@@ -2311,17 +2875,24 @@ size_t fd_cm_json_conns(const struct fd_cm *cm, char *buf, size_t cap)
 			fd_json_kv(&j, "fcwnd", "%.2f", (double)fc_pdl_fcwnd_fp(p) / FC_CWND_ONE);
 			fd_json_kv(&j, "ncwnd", "%u", fc_pdl_ncwnd(p));
 			fd_json_kv(&j, "rto_us", "%.1f", (double)fc_pdl_rto_ns(p) / 1e3);
+			fd_json_kv(&j, "srtt_us", "%.1f", (double)fc_pdl_srtt_ns(p) / 1e3);
 			fd_json_kv(&j, "outstanding_req", "%u", fc_pdl_outstanding(p, FC_WIN_REQ));
 			fd_json_kv(&j, "outstanding_data", "%u", fc_pdl_outstanding(p, FC_WIN_DATA));
 			fd_json_kv(&j, "tx_pkts", "%llu", (unsigned long long)pc->tx_pkts);
 			fd_json_kv(&j, "rx_pkts", "%llu", (unsigned long long)pc->rx_pkts);
+			fd_json_kv(&j, "tx_bytes", "%llu", (unsigned long long)pc->tx_bytes);
+			fd_json_kv(&j, "rx_bytes", "%llu", (unsigned long long)pc->rx_bytes);
 			fd_json_kv(&j, "retx_timeout", "%llu", (unsigned long long)pc->retx_timeout);
 			fd_json_kv(&j, "retx_early", "%llu", (unsigned long long)pc->retx_early);
 			fd_json_kv(&j, "rx_dup", "%llu", (unsigned long long)pc->rx_dup);
 			fd_json_kv(&j, "rx_old", "%llu", (unsigned long long)pc->rx_old);
+			fd_json_kv(&j, "rx_oow", "%llu", (unsigned long long)pc->rx_oow);
+			fd_json_kv(&j, "rx_decode_err", "%llu", (unsigned long long)pc->rx_decode_err);
+			fd_json_kv(&j, "acks_stale", "%llu", (unsigned long long)pc->acks_stale);
+			fd_json_kv(&j, "acks_bogus", "%llu", (unsigned long long)pc->acks_bogus);
 			fd_json_kv(&j, "acks_tx", "%llu", (unsigned long long)pc->backs_tx + pc->eacks_tx);
 			fd_json_kv(&j, "nacks_tx", "%llu", (unsigned long long)pc->nacks_tx);
-			fd_json_kv(&j, "dead", "%d", fc_txn_is_dead(r->t));
+			fd_json_kv(&j, "dead", "%s", fc_txn_is_dead(r->t) ? "true" : "false");
 		}
 		fd_json_close(&j, '}');
 	}
@@ -2347,12 +2918,20 @@ size_t fd_cm_json_stats(const struct fd_cm *cm, char *buf, size_t cap)
 	fd_json_kv(&j, "closed", "%llu", (unsigned long long)cm->st.closed);
 	fd_json_kv(&j, "fault_drops", "%llu", (unsigned long long)cm->st.fault_drops);
 	fd_json_kv(&j, "close_deferred", "%llu", (unsigned long long)cm->st.close_deferred);
+	fd_json_kv(&j, "refusals_sent", "%llu", (unsigned long long)cm->wst.refusals_sent);
+	fd_json_kv(&j, "refusals_limited", "%llu", (unsigned long long)cm->wst.refusals_limited);
+	fd_json_kv(&j, "refusals_rcvd", "%llu", (unsigned long long)cm->wst.refusals_rcvd);
+	fd_json_kv(&j, "mra_sent", "%llu", (unsigned long long)cm->wst.mra_sent);
+	fd_json_kv(&j, "mra_rcvd", "%llu", (unsigned long long)cm->wst.mra_rcvd);
+	fd_json_kv(&j, "icmp_errors", "%llu", (unsigned long long)cm->wst.icmp_errors);
+	fd_json_kv(&j, "silent_timeouts", "%llu", (unsigned long long)cm->wst.silent);
+	fd_json_kv(&j, "tx_errors", "%llu", (unsigned long long)cm->wst.tx_errors);
 	if (is_psp(cm)) {
 		fd_json_kv(&j, "hs_started", "%llu", (unsigned long long)cm->st.hs_started);
 		fd_json_kv(&j, "hs_done", "%llu", (unsigned long long)cm->st.hs_done);
 		fd_json_open(&j, "hs_refused", '{');
 		for (unsigned k = 0; k < 8; k++)
-			fd_json_kv(&j, hs_refusal_name[k], "%llu",
+			fd_json_kv(&j, hs_refusal_key[k], "%llu",
 				   (unsigned long long)cm->st.hs_refused[k]);
 		fd_json_close(&j, '}');
 		fd_json_kv(&j, "rx_plain_refused", "%llu", (unsigned long long)cm->st.rx_plain_refused);

@@ -31,11 +31,12 @@
 #include "rue_thread.h"
 #include "xdp_load.h"
 
-#define FD_CM_VERSION 2u /* 2: connection kinds (bind, ah), QP types, boot ids */
+#define FD_CM_VERSION 3u /* 2: connection kinds (bind, ah), QP types, boot ids; 3: a WRITE
+			  * packet's RETH names the rest of its message (issue 21) */
 /* CM feature bits (the hello of every CM message): what a daemon supports and what it
- * requires of its peer. None are defined by this version but the room is the point: the
- * security issue adds PSP and its ciphers. */
-#define FD_CM_F_ALL 0u
+ * requires of its peer. */
+#define FD_CM_F_MRA 0x1u /* answers a REQ it holds (backlog) with MRA: its silence means down */
+#define FD_CM_F_ALL FD_CM_F_MRA
 
 /* Swift's targets for a software path: the delay a daemon measures (t4 - t1 less the
  * peer's hold) includes socket queues and scheduling, tens of microseconds even when
@@ -85,6 +86,7 @@ struct fd_peer_cfg {
 struct fd_cfg {
 	char api_path[108];       /* API socket */
 	char admin_path[108];     /* admin socket */
+	char metrics[64];         /* --metrics ADDR:PORT ("": no HTTP server; metrics.h) */
 	char listen_addr[64];     /* data and CM address (IPv4 or IPv6 literal) */
 	uint16_t data_port, cm_port;
 	/* Limits (falcond(8) "Limits"): every table is sized from these at start, nothing
@@ -165,6 +167,7 @@ struct fd_daemon {
 	int busy_poll_rc;             /* the data sockets' busy-poll options: 0 or -errno */
 	ev_signal sig_w[3];           /* SIGINT, SIGTERM: stop; SIGHUP: reload */
 	ev_timer fault_w;             /* releases frames the fault layer holds */
+	ev_timer log_w;               /* writes the counts of repeated log lines (log.h) */
 	ev_timer notify_w;            /* systemd status and watchdog (notify.h) */
 	struct fd_rue_thread *rue_th; /* Swift/PLB in their thread (NULL: inline or off) */
 	ev_io rue_w;                  /* its results' eventfd */
@@ -262,6 +265,16 @@ unsigned fd_cm_forget_identity(struct fd_cm *cm, const uint8_t pub[32]);
  * QP's timers; the QP is in the error state): tell the peer (DREQ), whose QP then goes to
  * the error state too and flushes, as a closing one does. */
 void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid);
+/* Why the CM's last failure failed, in a sentence that names the peer ("127.0.0.1:7473
+ * refused our handshake: our key is not on its allow-list"): valid in a done callback
+ * with status < 0 and after a negative return of fd_cm_connect, _bind, _ah, _accept,
+ * fd_cm_peer_cm_addr, until the CM's next call; "" when it has nothing to add. */
+const char *fd_cm_why(const struct fd_cm *cm);
+/* The CM address of the daemon that is the node's data peer node_peer (a UD completion's
+ * src_id - 1): 0, or -ENOENT (no connection with that peer was ever set up; fd_cm_why
+ * says so). */
+int fd_cm_peer_cm_addr(struct fd_cm *cm, uint32_t node_peer, struct sockaddr_storage *ss,
+		       socklen_t *len);
 /* The open Falcon connection of an established id, else NULL. */
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id);
 /* Listeners. fd_cm_listen: 0 or -EADDRINUSE / -ENOMEM. */
@@ -296,6 +309,10 @@ const struct fc_hs_key *fd_sec_identity(const struct fd_sec *s);
 struct fc_hs_peers *fd_sec_allow(struct fd_sec *s);
 struct fc_encap_psp *fd_sec_psp(struct fd_sec *s);
 uint8_t fd_sec_cipher(const struct fd_sec *s);
+/* A configured peer's CM address, "ADDRESS:PORT" (IPv4, or IPv6 in brackets), into a
+ * socket address. Returns 0 or -EINVAL (not that form). The config parser checks each
+ * --peer with it, so that a bad one is refused with its FILE:LINE. */
+int fd_sec_parse_cm_addr(const char *s, struct fc_peer_addr *out);
 /* The configured key of the peer whose CM is at sa, else NULL. */
 const uint8_t *fd_sec_key_of(const struct fd_sec *s, const struct sockaddr *sa, socklen_t len);
 /* Session sess (a CM peer slot) reaches node peer node_peer: its SPIs are that peer's

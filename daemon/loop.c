@@ -291,6 +291,14 @@ static void fault_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	fc_fault_flush_tx(d->fault);
 }
 
+static void log_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	fc_log_flush(0);
+}
+
 /* ---- configuration ---- */
 
 void fd_cfg_default(struct fd_cfg *c)
@@ -429,7 +437,9 @@ static void close_xdp(struct fd_daemon *d)
 	d->xdp = NULL;
 }
 
-/* --io xdp / auto: XDP where it can be used, else UDP with one log line saying why. */
+/* --io auto: XDP where it can be used, else UDP with one log line saying why. --io xdp,
+ * asked for explicitly, is XDP or nothing: falcond says why and does not start (an
+ * operator who asked for XDP must not find a daemon quietly on UDP). */
 static int open_io(struct fd_daemon *d, const struct fc_encap_ops *encap)
 {
 	struct sockaddr_storage ss;
@@ -440,15 +450,18 @@ static int open_io(struct fd_daemon *d, const struct fc_encap_ops *encap)
 		return rc;
 	d->io_why[0] = 0;
 	if (d->cfg.io != FD_IO_UDP) {
-		if (open_xdp(d, (struct sockaddr *)&ss, len, encap) == 0) {
+		if ((rc = open_xdp(d, (struct sockaddr *)&ss, len, encap)) == 0) {
 			d->io_name = "xdp";
 			return 0;
 		}
 		close_xdp(d);
 		d->io = NULL;
-		fc_log(d->cfg.io == FD_IO_XDP ? FC_LOG_WARN : FC_LOG_INFO,
-		       "falcond: --io %s: XDP not used (%s): falling back to udp",
-		       d->cfg.io == FD_IO_XDP ? "xdp" : "auto", d->io_why);
+		if (d->cfg.io == FD_IO_XDP) {
+			LOG_E("falcond: --io xdp: XDP cannot be used: %s (--io auto falls back to "
+			      "udp)", d->io_why);
+			return rc < 0 ? rc : -EOPNOTSUPP;
+		}
+		LOG_I("falcond: --io auto: XDP not used (%s): falling back to udp", d->io_why);
 	}
 	d->io_name = "udp";
 	d->io = fc_io_udp_open((struct sockaddr *)&ss, len, TX_FRAMES);
@@ -494,6 +507,10 @@ int falcond_start(struct fd_daemon *d)
 		nc.rdma.pull_defer_max = d->cfg.pull_defer;
 	nc.rdma.conn_dead = conn_dead;
 	nc.rdma.ev_ctx = d;
+	/* async events are drained before every sleep (api.c): room for one CQ overflow that
+	 * takes every QP to ERR at once (QP_FATAL and LAST_WQE each), up to the engine's max */
+	nc.rdma.async_depth = (uint32_t)(2ull * d->cfg.max_qps + d->cfg.max_cqs + 64 < 65536 ?
+					 2ull * d->cfg.max_qps + d->cfg.max_cqs + 64 : 65536);
 	nc.txn.mtu_bytes = d->cfg.mtu_bytes + FC_RDMA_HDR_MAX;
 	nc.mr_cap = d->cfg.max_mrs;
 	nc.rand = key_rand;
@@ -594,11 +611,19 @@ int falcond_start(struct fd_daemon *d)
 		d->fault_w.data = d;
 		ev_timer_start(d->loop, &d->fault_w);
 	}
+	/* the counts of repeated log lines (log.h), written once their window ends */
+	ev_timer_init(&d->log_w, log_cb, 1., 1.);
+	ev_timer_start(d->loop, &d->log_w);
+	ev_unref(d->loop); /* it does not keep the loop alive */
 	return 0;
 }
 
 void falcond_stop(struct fd_daemon *d)
 {
+	if (ev_is_active(&d->log_w)) {
+		ev_ref(d->loop);
+		ev_timer_stop(d->loop, &d->log_w);
+	}
 	ev_check_stop(d->loop, &d->check_w); /* stall_check needs the node */
 	fd_api_free(d->api);     /* clients' QPs go first: peers are told */
 	fd_admin_free(d->admin);
@@ -621,5 +646,6 @@ void falcond_stop(struct fd_daemon *d)
 	if (d->timer_fd >= 0)
 		close(d->timer_fd);
 	d->timer_fd = -1;
+	fc_log_flush(1); /* the repeats still counted */
 }
 

@@ -18,8 +18,9 @@
 #include "falcon/falcon.h"
 #include "falcond.h"
 #include "log.h"
+#include "metrics.h"
 
-#define FALCOND_VERSION "0.1"
+#define FALCOND_VERSION FALCON_RELEASE /* the Makefile's VERSION */
 
 enum opt_id {
 	O_CONFIG = 'c', O_HELP = 'h', O_VERSION = 'V',
@@ -30,6 +31,7 @@ enum opt_id {
 	O_PSP_CIPHER, O_INSTANCE, O_POLL, O_POLL_US, O_CPU, O_SCHED, O_MLOCK,
 	O_MAX_QPS, O_MAX_CQS, O_MAX_MRS, O_MAX_SRQS, O_MAX_AHS, O_MAX_PDS, O_CLIENT_MAX_OBJECTS,
 	O_CLIENT_MAX_QPS, O_CLIENT_MAX_MRS,
+	O_METRICS = 1024, /* issue 26; apart from the list so that new options merge */
 };
 
 static const struct option opts[] = {
@@ -42,6 +44,7 @@ static const struct option opts[] = {
 	{ "runtime-dir", required_argument, NULL, O_RUNDIR },
 	{ "api-socket", required_argument, NULL, O_API },
 	{ "admin-socket", required_argument, NULL, O_ADMIN },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "io", required_argument, NULL, O_IO },
 	{ "log-level", required_argument, NULL, O_LOG },
 	{ "fault-tx", required_argument, NULL, O_FAULT_TX },
@@ -97,11 +100,13 @@ static void usage(FILE *f)
 		"  --runtime-dir DIR      put falcond.sock and falconctl.sock there (default /run/falcon)\n"
 		"  --api-socket PATH      client API socket\n"
 		"  --admin-socket PATH    falconctl socket\n"
+		"  --metrics ADDR:PORT    serve GET /metrics (Prometheus text) there, from a thread\n"
+		"                         of its own ([ADDR6]:PORT; :PORT for every address)\n"
 		"  --io auto|xdp|udp      I/O backend: xdp = our XDP program attached (native mode)\n"
 		"                         to the interface of --listen and AF_XDP sockets on its\n"
 		"                         queues (root); udp = a UDP socket; auto (default) = xdp\n"
-		"                         where it attaches, else udp. xdp that cannot attach\n"
-		"                         falls back to udp with a warning saying why\n"
+		"                         where it attaches, else udp with a line saying why;\n"
+		"                         xdp that cannot attach is an error saying why\n"
 		"  --instance NAME        name of the XDP maps' pin directory\n"
 		"                         /sys/fs/bpf/falcon/NAME (default p<data port>)\n"
 		"  --security psp|none    psp (default): peers authenticated by their identity keys,\n"
@@ -174,6 +179,7 @@ static void usage(FILE *f)
 }
 
 static struct fd_notify notify;
+static struct fd_metrics *metrics;
 static int g_argc;
 static char **g_argv;
 
@@ -273,6 +279,9 @@ static const char *hint(int id)
 		return " (1 .. 65536)";
 	case O_CLIENT_MAX_OBJECTS:
 		return " (1 .. 262144)";
+	case O_PEER:
+		return " (KEY@ADDRESS:PORT: a base64 public key, an IPv4 address or [IPv6] and the "
+		       "peer's CM port; one peer per option or line)";
 	default:
 		return "";
 	}
@@ -290,9 +299,10 @@ static uint32_t *limit_of(struct fd_cfg *c, int id)
 	}
 }
 
-/* One option (v NULL: one without a value). Returns 0, or -EINVAL with a message
- * printed. */
-static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
+/* One option (v NULL: one without a value); where is "FILE:LINE" of a config file line,
+ * NULL for the command line. Returns 0, or -EINVAL with a message printed that names
+ * where, the key and the value. */
+static int apply(struct fd_cfg *c, int id, const char *name, const char *v, const char *where)
 {
 	uint32_t u;
 	int rc = 0;
@@ -327,8 +337,10 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		const char *at = strchr(v, '@');
 		char b64[FC_HS_B64_LEN];
 
+		struct fc_peer_addr pa;
+
 		if (!at || (size_t)(at - v) >= sizeof(b64) || strlen(at + 1) >= sizeof(c->peers[0].addr) ||
-		    c->npeers == FD_PEERS_MAX) {
+		    c->npeers == FD_PEERS_MAX || fd_sec_parse_cm_addr(at + 1, &pa)) {
 			rc = -EINVAL;
 			break;
 		}
@@ -444,6 +456,12 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		else
 			c->mlock = !v || !strcmp(v, "yes");
 		break;
+	case O_METRICS:
+		if (strlen(v) >= sizeof(c->metrics) || fd_metrics_parse(v))
+			rc = -EINVAL;
+		else
+			strcpy(c->metrics, v);
+		break;
 	case O_LOG:
 		if ((c->log_level = fc_log_parse_level(v)) < 0)
 			rc = -EINVAL;
@@ -512,48 +530,65 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v)
 		rc = parse_u32(v, 1, 1000, &c->cm_retries);
 		break;
 	default:
-		fprintf(stderr, "falcond: unknown option %s\n", name);
+		fprintf(stderr, "falcond: %s%sunknown option %s\n", where ? where : "",
+			where ? ": " : "", name);
 		return -EINVAL;
 	}
 	if (rc)
-		fprintf(stderr, "falcond: bad value for %s: '%s'%s\n", name, v ? v : "",
-			hint(id));
+		fprintf(stderr, "falcond: %s%sbad value for %s: '%s'%s\n", where ? where : "",
+			where ? ": " : "", name, v ? v : "", hint(id));
 	return rc;
 }
 
-/* The config file: "key value" per line, '#' starts a comment. */
+/* The config file: "key value" (or "key=value", "key = value") per line, '#' starts a
+ * comment. A line holds one key and at most one value: more words are an error (two
+ * peers on one line would otherwise lose the second). Errors name FILE:LINE. Returns 0
+ * or a negative errno, the reason printed. */
 static int load_config(struct fd_cfg *c, const char *path)
 {
 	FILE *f = fopen(path, "re");
-	char line[512];
+	char line[512], where[300];
 	int lineno = 0, rc = 0;
 
 	if (!f) {
-		fprintf(stderr, "falcond: %s: %s\n", path, strerror(errno));
-		return -errno;
+		rc = -errno;
+		fprintf(stderr, "falcond: config file %s: %s\n", path, strerror(errno));
+		return rc;
 	}
-	while (fgets(line, sizeof(line), f) && !rc) {
-		char *p = line, *key, *val, *end;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char *key, *val, *extra, *end;
 		const struct option *o;
 
-		lineno++;
-		if ((end = strchr(p, '#')))
+		snprintf(where, sizeof(where), "%s:%d", path, ++lineno);
+		if (!strchr(line, '\n') && !feof(f)) {
+			fprintf(stderr, "falcond: %s: line longer than %zu bytes\n", where,
+				sizeof(line) - 2);
+			rc = -EINVAL;
+			break;
+		}
+		if ((end = strchr(line, '#')))
 			*end = 0;
-		key = strtok(p, " \t\r\n=");
-		if (!key)
+		if (!(key = strtok(line, " \t\r\n=")))
 			continue;
 		val = strtok(NULL, " \t\r\n");
+		if (val && !strcmp(val, "=")) /* "key = value" */
+			val = strtok(NULL, " \t\r\n");
+		extra = val ? strtok(NULL, " \t\r\n") : NULL;
 		for (o = opts; o->name && strcmp(o->name, key); o++)
 			;
 		/* an option without a value (mlock) is a key alone, or key yes / no */
 		if (!o->name || o->val == O_CONFIG ||
 		    (o->has_arg == no_argument ? o->val != O_MLOCK : !val)) {
-			fprintf(stderr, "falcond: %s:%d: %s '%s'\n", path, lineno,
-				!o->name ? "unknown key" : "needs a value", key);
+			fprintf(stderr, "falcond: %s: %s '%s'\n", where,
+				!o->name || o->val == O_CONFIG ? "unknown key" : "needs a value", key);
 			rc = -EINVAL;
-			break;
+		} else if (extra) {
+			fprintf(stderr, "falcond: %s: '%s' takes one value; the line has more: '%s'%s\n",
+				where, key, extra, o->val == O_PEER ? " (one peer per line)" : "");
+			rc = -EINVAL;
+		} else {
+			rc = apply(c, o->val, key, val, where);
 		}
-		rc = apply(c, o->val, key, val);
 	}
 	fclose(f);
 	return rc;
@@ -594,7 +629,7 @@ static int parse_args(struct fd_cfg *c, int argc, char **argv)
 
 			for (o = opts; o->name && o->val != id; o++)
 				;
-			if ((rc = apply(c, id, o->name ? o->name : "?", optarg)))
+			if ((rc = apply(c, id, o->name ? o->name : "?", optarg, NULL)))
 				return rc;
 		}
 		}
@@ -628,6 +663,9 @@ int main(int argc, char **argv)
 		LOG_W("falcond: NOTIFY_SOCKET=%s is not a socket address: not notifying",
 		      getenv("NOTIFY_SOCKET"));
 	rc = falcond_start(&d);
+	/* before fd_cpu_start: the metrics thread keeps the default CPUs and class */
+	if (!rc && d.cfg.metrics[0] && !(metrics = fd_metrics_start(d.cfg.metrics, d.cfg.admin_path)))
+		rc = -errno;
 	if (!rc)
 		rc = fd_cpu_start(&d);
 	for (int i = 0; i < 3 && !rc; i++) {
@@ -688,6 +726,7 @@ int main(int argc, char **argv)
 	}
 	if (rc)
 		fd_notify(&notify, "STATUS=failed to start: %s\nERRNO=%d", strerror(-rc), -rc);
+	fd_metrics_stop(metrics); /* before the admin socket goes */
 	falcond_stop(&d);
 	ev_loop_destroy(d.loop);
 	fd_notify_close(&notify);

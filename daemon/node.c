@@ -307,6 +307,8 @@ struct fc_txn *fc_node_conn_open(struct fc_node *n, uint32_t cid, struct fc_txn_
 	t = fc_rdma_conn_open(n->rdma, cfg);
 	if (!t)
 		return NULL;
+	/* UD completions of datagrams on it name their sender by its peer (fc_node_peer_addr) */
+	fc_rdma_conn_set_src(n->rdma, t, s->peer < UINT16_MAX ? (uint16_t)(s->peer + 1) : 0);
 	s->reserved = 0;
 	s->t = t;
 	s->remote_time = 0;

@@ -199,6 +199,9 @@ int fc_node_conn_remote_time(struct fc_node *n, struct fc_txn *t, uint64_t remot
 /* Local CIDs in use: connections open, being set up (reserved) or closing; at most
  * cfg.txn.max_conns. O(1). */
 uint32_t fc_node_conns_used(const struct fc_node *n);
+/* UD receive completions (struct fc_rdma_wc.src_id) of datagrams that came on a
+ * connection name its peer as 1 + the peer's index (0 when the index does not fit in
+ * 16 bits), which the caller maps back with fc_node_peer_addr. */
 /* The peer of a connection, or UINT32_MAX. */
 uint32_t fc_node_conn_peer(const struct fc_node *n, const struct fc_txn *t);
 /* Trace the CC events of connection cid (falconctl conn trace): cb sees each as the node

@@ -82,8 +82,7 @@ static uint32_t sec_spi_sess(void *ctx, uint32_t peer)
 	return 0;
 }
 
-/* "host:port" (IPv6 in brackets) of a configured peer into a socket address. */
-static int parse_cm_addr(const char *s, struct fc_peer_addr *out)
+int fd_sec_parse_cm_addr(const char *s, struct fc_peer_addr *out)
 {
 	struct sockaddr_storage ss;
 	char host[64];
@@ -149,7 +148,7 @@ struct fd_sec *fd_sec_new(struct fd_daemon *d)
 		goto fail;
 	}
 	for (uint32_t i = 0; i < d->cfg.npeers; i++) {
-		if (parse_cm_addr(d->cfg.peers[i].addr, &s->cm_of[i])) {
+		if (fd_sec_parse_cm_addr(d->cfg.peers[i].addr, &s->cm_of[i])) {
 			LOG_E("falcond: peer %s: not an address:port", d->cfg.peers[i].addr);
 			goto fail;
 		}
@@ -257,7 +256,7 @@ void fd_sec_reload(struct fd_sec *s, const struct fd_cfg *n)
 	}
 	sodium_memzero(&id, sizeof(id));
 	for (uint32_t i = 0; i < n->npeers; i++)
-		if (parse_cm_addr(n->peers[i].addr, &cm_of[i])) {
+		if (fd_sec_parse_cm_addr(n->peers[i].addr, &cm_of[i])) {
 			LOG_W("falcond: reload: peer %s: not an address:port: peers unchanged",
 			      n->peers[i].addr);
 			return;

@@ -516,8 +516,9 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		return r;
 	}
 	dom->ctx = falcon_open(NULL);
-	if (!dom->ctx || !(dom->pd = falcon_alloc_pd(dom->ctx))) {
-		r = -errno;
+	if (!dom->ctx || (r = ffi_query_device(dom->ctx, &dom->dev)) ||
+	    !(dom->pd = falcon_alloc_pd(dom->ctx))) {
+		r = dom->ctx && r ? r : -errno;
 		FFI_WARN(FI_LOG_DOMAIN, "falcond: %s\n", falcon_strerror(r));
 		if (dom->ctx)
 			falcon_close(dom->ctx);

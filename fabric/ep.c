@@ -100,8 +100,8 @@ static int post_slot(struct ffi_ep *ep, uint8_t kind, uint32_t idx)
 		g.length = FFI_SLOT_BYTES;
 		return falcon_post_srq_recv(ep->srq, &wr, &bad);
 	}
-	g.addr = (uint64_t)(uintptr_t)(ep->ud_slots + (size_t)idx * FFI_UD_MTU);
-	g.length = FFI_UD_MTU;
+	g.addr = (uint64_t)(uintptr_t)(ep->ud_slots + idx * ffi_ud_mtu(&ep->dom->dev));
+	g.length = (uint32_t)ffi_ud_mtu(&ep->dom->dev);
 	return falcon_post_recv(ep->ud, &wr, &bad);
 }
 
@@ -460,8 +460,10 @@ static void rx_complete(struct ffi_ep *ep, void *context, const struct iovec *io
  *
  * The sender registers the message (REMOTE_READ) and sends its address, length and key
  * (struct ffi_rndv) in place of the data; the receiver, once a receive matches, READs it
- * straight into the receive buffer (registered for the time of the READs, in chunks of
- * FFI_READ_CHUNK) and answers FIN; the sender's operation completes at the FIN. */
+ * straight into the receive buffer (registered for the time of the READ) and answers FIN;
+ * the sender's operation completes at the FIN. The READ is one work request: the daemon
+ * segments it. Only a message above the daemon's max_msg_size (one that takes less than
+ * the provider offers, ffi.h) is read in pieces of that size. */
 
 /* The receive (context, iov, cap, rflags) matched the announcement rv: start reading. */
 static void rndv_start(struct ffi_ep *ep, void *context, const struct iovec *iov, size_t count,
@@ -509,8 +511,8 @@ static void rndv_pump(struct ffi_ep *ep)
 		next = TAILQ_NEXT(r, link);
 		while (!r->err && r->next < r->total) {
 			struct ffi_op *op;
-			size_t n = r->total - r->next < FFI_READ_CHUNK ? r->total - r->next :
-									     FFI_READ_CHUNK;
+			size_t wmax = ffi_wr_max(&ep->dom->dev);
+			size_t n = r->total - r->next < wmax ? r->total - r->next : wmax;
 
 			if (ep->ops_free <= FFI_CTRL_RESERVE)
 				break;
@@ -809,7 +811,7 @@ static void on_rdma_imm(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc 
 
 static void on_udrx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 {
-	uint8_t *slot = ep->ud_slots + (size_t)idx * FFI_UD_MTU;
+	uint8_t *slot = ep->ud_slots + idx * ffi_ud_mtu(&ep->dom->dev);
 	struct ffi_ud_hdr h;
 
 	if (wc->status == FALCON_WC_WR_FLUSH_ERR)
@@ -1100,7 +1102,7 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 {
 	size_t len = 0, hlen = ep->type == FI_EP_DGRAM ? sizeof(struct ffi_ud_hdr) :
 							  sizeof(struct ffi_hdr);
-	size_t max = ep->type == FI_EP_DGRAM ? FFI_DGRAM_MAX : FFI_MAX_MSG;
+	size_t max = ep->type == FI_EP_DGRAM ? ffi_dgram_max(&ep->dom->dev) : FFI_MAX_MSG;
 	struct ffi_op *op;
 	struct ffi_hdr *h;
 	uint8_t *slot, *p;
@@ -1117,7 +1119,7 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 	for (size_t i = 0; i < count; i++)
 		len += iov[i].iov_len;
 	if (len > max && ep->type == FI_EP_RDM && count == 1 && !(flags & FI_INJECT) &&
-	    len <= FFI_RNDV_MAX)
+	    len <= ffi_msg_max(&ep->dom->dev))
 		return post_rndv(ep, iov[0].iov_base, len, dest, tag, data, flags, context, tagged);
 	if (len > max)
 		return -FI_EMSGSIZE;
@@ -1735,7 +1737,8 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	ep->fcq = falcon_create_cq(dom->ctx, 1024);
 	if (!ep->fcq)
 		goto fail;
-	ep->pool_len = (size_t)FFI_TX_SLOTS * FFI_SLOT_BYTES + (size_t)FFI_UD_SLOTS * FFI_UD_MTU +
+	ep->pool_len = (size_t)FFI_TX_SLOTS * FFI_SLOT_BYTES +
+		       FFI_UD_SLOTS * ffi_ud_mtu(&dom->dev) +
 		       (ep->type == FI_EP_RDM ? (size_t)FFI_RX_SLOTS * FFI_SLOT_BYTES : 0);
 	ep->pool = falcon_alloc_buf(dom->ctx, ep->pool_len);
 	if (!ep->pool)
@@ -1745,7 +1748,7 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 		goto fail;
 	ep->tx_slots = ep->pool;
 	ep->ud_slots = ep->tx_slots + (size_t)FFI_TX_SLOTS * FFI_SLOT_BYTES;
-	ep->rx_slots = ep->ud_slots + (size_t)FFI_UD_SLOTS * FFI_UD_MTU;
+	ep->rx_slots = ep->ud_slots + FFI_UD_SLOTS * ffi_ud_mtu(&dom->dev);
 
 	ua.send_cq = ua.recv_cq = ep->fcq;
 	ep->ud = falcon_create_qp(dom->pd, &ua);

@@ -11,7 +11,8 @@ $(BUILD)/fabric/%.pic.o: fabric/%.c
 
 $(FABRIC_PROV): $(FABRIC_OBJS) $(CLIENT_LIB) fabric/fabric.mk
 	$(CC) -shared -Wl,--no-undefined $(FABRIC_OBJS) -o $@ $(ALL_LDFLAGS) -L$(BUILD)/lib \
-		-lfalcon-client -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' -lfabric -lpthread
+		-lfalcon-client $(if $(filter 1,$(NO_RPATH)),,-Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..') \
+		-lfabric -lpthread
 
 # one small program per capability, run against two live daemons by tests/e2e/test_fabric.sh
 FABRIC_TEST_SRCS := $(wildcard tests/fabric/fi_*.c)
@@ -21,11 +22,3 @@ $(FABRIC_TEST_BINS): $(BUILD)/tests/fabric/%: tests/fabric/%.c tests/fabric/fite
 	$(CC) $(ALL_CFLAGS) -Itests/fabric $< -o $@ $(ALL_LDFLAGS) -lfabric
 
 FABRIC_ALL := $(FABRIC_PROV) $(FABRIC_TEST_BINS)
-
-# make install: the provider into $(PREFIX)/lib/libfabric (FI_PROVIDER_PATH names it, unless
-# PREFIX is libfabric's own), beside libfalcon-client one directory up
-.PHONY: install-fabric
-install: install-fabric
-install-fabric: $(FABRIC_PROV)
-	install -d $(DESTDIR)$(PREFIX)/lib/libfabric
-	install -m 755 $(FABRIC_PROV) $(DESTDIR)$(PREFIX)/lib/libfabric/

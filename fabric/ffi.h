@@ -42,10 +42,19 @@
  * posted receives (tagged: (tag & ~ignore) equal; FI_DIRECTED_RECV by source) or queues
  * them as unexpected (copied out, up to FFI_UNEXP_MAX; beyond that they keep their slot,
  * so senders meet RNR back-pressure). That is up to FFI_MAX_MSG bytes (eager); a larger RDM
- * message (to FFI_RNDV_MAX) goes by rendezvous: the sender registers it and sends a struct
- * ffi_rndv in its place, the matched receiver READs it into the receive buffer (one
- * buffer: iov_count 1) in FFI_READ_CHUNK pieces and answers FIN, and the send completes at
- * the FIN. RMA above FFI_MAX_MSG goes in FFI_READ_CHUNK pieces too (struct ffi_rjob).
+ * message (to ep_attr->max_msg_size, ffi_msg_max) goes by rendezvous: the sender registers
+ * it and sends a struct ffi_rndv in its place, the matched receiver READs it into the
+ * receive buffer (one buffer: iov_count 1) and answers FIN, and the send completes at the
+ * FIN. RMA above FFI_MAX_MSG goes as a struct ffi_rjob (its local buffer registered for
+ * it when there is no descriptor).
+ *
+ * Limits: the daemon's, from falcon_query_device (fi_getinfo and each domain ask it): a
+ * rendezvous READ and an RMA are one falcon work request each, which carries up to the
+ * daemon's max_msg_size (2 GiB by default); they are cut into pieces of that size only
+ * when a message is longer, which happens only with a daemon that takes less than
+ * FFI_RNDV_MAX per work request (the provider still offers that much: an older daemon
+ * without falcon_query_device took 1 MiB). A DGRAM message is bounded by the daemon's MTU
+ * (a UD datagram), the domain's endpoints, MRs and contexts by its tables.
  *
  * Bad input: a message that is not the provider's (short, unknown op) is counted and
  * dropped (rx_drops); connection requests beyond FFI_PEERS_MAX peers are refused
@@ -97,9 +106,9 @@
 #define FFI_FI_VERSION FI_VERSION(1, 17)
 
 #define FFI_MAX_MSG 65536u          /* eager: one bounce slot per message; above: rendezvous */
-#define FFI_RNDV_MAX (1ull << 30)   /* the largest message (rendezvous) */
-#define FFI_READ_CHUNK (1u << 20)   /* falcond's largest message: READs are cut to it */
-#define FFI_UD_MTU 4096u            /* falcond's default MTU: a UD datagram's bound */
+#define FFI_RNDV_MAX (1ull << 30)   /* the largest message offered at least (rendezvous, RMA;
+				       cut into WRs when the daemon takes less per WR) */
+#define FFI_OLD_WR_MAX (1u << 20)   /* a daemon without falcon_query_device: bytes per WR */
 #define FFI_TX_SLOTS 64u            /* operations in flight per endpoint */
 #define FFI_CTRL_RESERVE 4u         /* of them kept for REQ / REP (tx_attr->size: the rest) */
 #define FFI_RX_SLOTS 64u            /* bounce slots in the SRQ (RDM) */
@@ -158,7 +167,22 @@ struct ffi_ud_hdr {
 	uint32_t qpn;               /* REQ / REP: the sender's RC QP */
 	uint32_t pad;
 };
-#define FFI_DGRAM_MAX (FFI_UD_MTU - sizeof(struct ffi_ud_hdr))
+/* the daemon's limits (struct falcon_device_attr of falcon_query_device) as the provider
+ * uses them: a UD datagram's bound (receive slots, DGRAM messages), bytes per falcon work
+ * request (RMA, rendezvous READ), the largest RDM message / RMA it offers */
+static inline size_t ffi_ud_mtu(const struct falcon_device_attr *d) { return d->mtu; }
+static inline size_t ffi_dgram_max(const struct falcon_device_attr *d)
+{
+	return d->mtu - sizeof(struct ffi_ud_hdr);
+}
+static inline size_t ffi_wr_max(const struct falcon_device_attr *d)
+{
+	return d->max_msg_size < UINT32_MAX ? d->max_msg_size : UINT32_MAX; /* an SGE's */
+}
+static inline size_t ffi_msg_max(const struct falcon_device_attr *d)
+{
+	return d->max_msg_size > FFI_RNDV_MAX ? d->max_msg_size : FFI_RNDV_MAX;
+}
 #define FFI_SLOT_BYTES (FFI_MAX_MSG + sizeof(struct ffi_hdr))
 
 extern struct fi_provider ffi_prov;
@@ -183,6 +207,7 @@ struct ffi_domain {
 	struct falcon_context *ctx;
 	struct falcon_pd *pd;
 	struct ffi_addr self;       /* the daemon's part of every endpoint's address */
+	struct falcon_device_attr dev; /* the daemon's limits (ffi_query_device) */
 	uint64_t mr_mode;
 	uint32_t api_version;
 	int refs;                   /* objects open on it */
@@ -342,7 +367,7 @@ struct ffi_rrx {
 };
 TAILQ_HEAD(ffi_rrx_list, ffi_rrx);
 
-/* An RMA above FFI_MAX_MSG: pieces of FFI_READ_CHUNK, as tx operations come free. */
+/* An RMA above FFI_MAX_MSG: one WR, or pieces of ffi_wr_max as tx operations come free. */
 struct ffi_rjob {
 	void *context;
 	uint64_t cq_flags;
@@ -433,6 +458,9 @@ int ffi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 uint64_t ffi_now_ms(void);
 int ffi_addr_host(const struct ffi_addr *a, char *buf, size_t len);
 int ffi_self_addr(struct ffi_addr *a);
+/* falcon_query_device on ctx into dev; a daemon that predates it (-EOPNOTSUPP) gets the
+ * limits such daemons had (FFI_OLD_WR_MAX per WR, MTU 4096...). 0 or a negative errno. */
+int ffi_query_device(struct falcon_context *ctx, struct falcon_device_attr *dev);
 
 /* domain.c */
 int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info,

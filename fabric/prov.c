@@ -129,7 +129,40 @@ int ffi_self_addr(struct ffi_addr *a)
 #define FFI_SECONDARY (FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM | FI_LOCAL_COMM)
 #define FFI_MR_NEEDS (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
 
-static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const struct fi_info *hints)
+int ffi_query_device(struct falcon_context *ctx, struct falcon_device_attr *dev)
+{
+	int r;
+
+	*dev = (struct falcon_device_attr){ .size = sizeof(*dev) };
+	r = falcon_query_device(ctx, dev);
+	if (r != -EOPNOTSUPP)
+		return r;
+	/* a daemon older than the call: what it enforced (api.c and loop.c of then) */
+	*dev = (struct falcon_device_attr){
+		.size = sizeof(*dev), .max_msg_size = FFI_OLD_WR_MAX, .max_mr_size = 1ull << 40,
+		.mtu = 4096, .max_qp = 1024, .max_conn = 1024, .max_cq = 1024, .max_cqe = 65536,
+		.max_mr = 4096, .max_pd = 256, .max_srq = 256, .max_ah = 256, .max_send_wr = 4096,
+		.max_recv_wr = 4096, .max_srq_wr = 4096, .max_send_sge = 4, .max_recv_sge = 4,
+		.max_srq_sge = 4, .max_inflight = 65536, .max_objects = 1024, .max_clients = 64,
+		.atomic_cap = FALCON_ATOMIC_HCA, .atomic_size = 8,
+	};
+	return 0;
+}
+
+/* Endpoints a domain can open: each holds a falcon CQ, a UD QP, an SRQ and the MR of its
+ * pool, in the daemon's tables and among the context's objects (RC QPs per peer on top). */
+static size_t ep_cnt_of(const struct falcon_device_attr *d)
+{
+	uint32_t n = d->max_objects / 4;
+
+	n = d->max_cq < n ? d->max_cq : n;
+	n = d->max_qp < n ? d->max_qp : n;
+	n = d->max_srq < n ? d->max_srq : n;
+	return d->max_mr < n ? d->max_mr : n;
+}
+
+static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const struct fi_info *hints,
+			       const struct falcon_device_attr *dev)
 {
 	struct fi_info *fi = fi_allocinfo();
 	uint64_t caps = type == FI_EP_RDM ? FFI_RDM_CAPS : FFI_DGRAM_CAPS;
@@ -137,6 +170,8 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 
 	if (!fi)
 		return NULL;
+	if (dev->atomic_cap == FALCON_ATOMIC_NONE || dev->atomic_size != 8)
+		caps &= ~(uint64_t)FI_ATOMIC; /* ffi_query_atomic offers 64-bit operands */
 	if (hints && hints->domain_attr && FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
 	    hints->domain_attr->mr_mode != FI_MR_UNSPEC && hints->domain_attr->mr_mode != FI_MR_BASIC &&
 	    (hints->domain_attr->mr_mode & FFI_MR_NEEDS) != FFI_MR_NEEDS)
@@ -173,7 +208,7 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 
 	fi->ep_attr->type = type;
 	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
-	fi->ep_attr->max_msg_size = type == FI_EP_RDM ? FFI_RNDV_MAX : FFI_DGRAM_MAX;
+	fi->ep_attr->max_msg_size = type == FI_EP_RDM ? ffi_msg_max(dev) : ffi_dgram_max(dev);
 	fi->ep_attr->mem_tag_format = type == FI_EP_RDM ? 0xAAAAAAAAAAAAAAAAull : 0;
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
@@ -190,13 +225,13 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = type == FI_EP_RDM ? FFI_CQ_DATA_BYTES : 0;
 	fi->domain_attr->cq_cnt = 256;
-	fi->domain_attr->ep_cnt = 256;
-	fi->domain_attr->tx_ctx_cnt = 256;
-	fi->domain_attr->rx_ctx_cnt = 256;
+	fi->domain_attr->ep_cnt = ep_cnt_of(dev);
+	fi->domain_attr->tx_ctx_cnt = ep_cnt_of(dev);
+	fi->domain_attr->rx_ctx_cnt = ep_cnt_of(dev);
 	fi->domain_attr->max_ep_tx_ctx = 1;
 	fi->domain_attr->max_ep_rx_ctx = 1;
 	fi->domain_attr->mr_iov_limit = 1;
-	fi->domain_attr->mr_cnt = 4096;
+	fi->domain_attr->mr_cnt = dev->max_mr < dev->max_objects ? dev->max_mr : dev->max_objects;
 
 	fi->fabric_attr->name = strdup(FFI_PROV_NAME);
 	fi->fabric_attr->prov_version = FFI_PROV_VERSION;
@@ -260,7 +295,9 @@ static int ffi_getinfo(uint32_t version, const char *node, const char *service, 
 {
 	static const enum fi_ep_type types[] = { FI_EP_RDM, FI_EP_DGRAM };
 	struct fi_info *head = NULL, **tail = &head;
+	struct falcon_device_attr dev;
 	struct falcon_context *ctx;
+	int r;
 
 	(void)node;
 	(void)service;
@@ -269,20 +306,26 @@ static int ffi_getinfo(uint32_t version, const char *node, const char *service, 
 	if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
 	    hints->ep_attr->type != FI_EP_RDM && hints->ep_attr->type != FI_EP_DGRAM)
 		return -FI_ENODATA;
-	/* a provider without a daemon to talk to offers nothing */
+	/* a provider without a daemon to talk to offers nothing; the daemon's limits are
+	 * the info's */
 	ctx = falcon_open(NULL);
 	if (!ctx) {
 		FFI_WARN(FI_LOG_CORE, "no falcond: %s\n", falcon_strerror(-errno));
 		return -FI_ENODATA;
 	}
+	r = ffi_query_device(ctx, &dev);
 	falcon_close(ctx);
+	if (r) {
+		FFI_WARN(FI_LOG_CORE, "falcond's limits: %s\n", falcon_strerror(r));
+		return -FI_ENODATA;
+	}
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		struct fi_info *fi;
 
 		if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
 		    hints->ep_attr->type != types[i])
 			continue;
-		fi = info_of(version, types[i], hints);
+		fi = info_of(version, types[i], hints, &dev);
 		if (!fi)
 			continue;
 		*tail = fi;

@@ -14,10 +14,13 @@
 
 #define EP(fep) ((struct ffi_ep *)(fep))
 
-/* ---- RMA above FFI_MAX_MSG: a job of FFI_READ_CHUNK pieces (falcond's largest message),
- * each its own tx operation, posted as operations come free; the job completes when the
- * last piece has. With remote CQ data only the last WRITE carries the immediate (RC keeps
- * them in order, so the target's completion comes after all the data). ---- */
+/* ---- RMA above FFI_MAX_MSG (beyond the bounce slot): a job, its local buffer registered
+ * for it when it has no descriptor; one work request, which the daemon segments. Only an
+ * RMA above the daemon's max_msg_size (one that takes less than the provider offers,
+ * ffi.h) is cut into pieces of that size, each its own tx operation, posted as operations
+ * come free; the job completes when the last piece has. With remote CQ data only the last
+ * WRITE carries the immediate (RC keeps them in order, so the target's completion comes
+ * after all the data). ---- */
 
 static ssize_t rjob_post(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
 			 fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data, uint64_t flags,
@@ -95,8 +98,8 @@ void ffi_rjob_pump(struct ffi_ep *ep)
 			}
 		}
 		while (!j->err && j->next < j->total && ep->ops_free > FFI_CTRL_RESERVE) {
-			size_t n = j->total - j->next < FFI_READ_CHUNK ? j->total - j->next :
-									 FFI_READ_CHUNK;
+			size_t wmax = ffi_wr_max(&ep->dom->dev);
+			size_t n = j->total - j->next < wmax ? j->total - j->next : wmax;
 			struct ffi_op *op = ffi_op_get_any(ep);
 
 			op->kind = FFI_K_RCHUNK;
@@ -148,7 +151,7 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 		return -FI_EOPBADSTATE;
 	if (!(ep->caps & FI_RMA) || ep->type != FI_EP_RDM)
 		return -FI_EOPNOTSUPP;
-	if (len > FFI_RNDV_MAX)
+	if (len > ffi_msg_max(&ep->dom->dev))
 		return -FI_EMSGSIZE;
 	if (key > UINT32_MAX)
 		return -FI_EKEYREJECTED;

@@ -5,6 +5,12 @@
  *
  * Every object the library hands out is also on its context's list, so falcon_close
  * frees what the program did not; the daemon releases its side when the socket closes.
+ *
+ * Asynchronous events come on the event socket (api.h) and are read from it one at a
+ * time, so that it polls readable exactly while one waits. That falcond has gone is
+ * learnt from either socket hanging up, and kept in the context (gone): the post calls
+ * read that flag and, at most every FALCON_DAEMON_CHECK_MS by the coarse clock, poll the
+ * control socket (falcon.h, falcon_post_send).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +40,9 @@
 #define PAGE 4096ull
 #define RING_DEFAULT 128u
 
+/* src_id went into what was tail padding: arrays of completions keep their stride */
+_Static_assert(sizeof(struct falcon_wc) == 48, "struct falcon_wc is ABI: 48 bytes");
+
 enum kind { K_PD = 1, K_MR, K_CQ, K_LISTENER, K_QP, K_BUF, K_SRQ, K_AH, K_XRCD };
 
 /* Every object starts with this: the context's list. */
@@ -45,6 +55,7 @@ struct node {
 struct falcon_context {
 	struct node head;            /* list of everything below */
 	pthread_mutex_t lock;        /* one request at a time on the socket */
+	pthread_mutex_t list_lock;   /* the list: links, unlinks, falcon_get_async_event */
 	int sock, db_fd;
 	uint32_t seq;
 	struct fc_api_hello_rep limits;
@@ -52,6 +63,15 @@ struct falcon_context {
 	uint32_t poll_us;            /* falcon_wait_cq spins this long first (FALCON_POLL_US) */
 	void *arena;                 /* the rings of our QPs and their doorbells (falcon/queue.h),
 				      * or NULL: each QP's rings in a memfd of their own */
+	/* asynchronous events (falcon_get_async_event) */
+	pthread_mutex_t ev_lock;
+	int ev_fd;                   /* our end of the event socket */
+	uint32_t ev_next;            /* events of its head message returned so far */
+	int fatal_given;             /* FALCON_EVENT_DEVICE_FATAL returned */
+	/* falcond has gone (1; atomic), and when the post calls look next (coarse clock, ns;
+	 * atomic) */
+	int gone;
+	uint64_t check_ns;
 };
 
 struct falcon_pd {
@@ -123,16 +143,63 @@ struct lqp {
 	int by_api;                  /* falcon_create_qp: falcon_modify_qp moves it */
 };
 
+/* ---- errors and what they concern (falcon_error_detail) ----
+ *
+ * The detail of this thread's last failed call: a pointer, to falcon_strerror's text
+ * (no copy: the data path's -ENOMEM of a full ring costs nothing more) or to a sentence
+ * in detail_buf. A sentence found before the caller fails (an error reply's own,
+ * falcon/api.h FC_API_WHY_MAX; resolve's) waits in pending_why with its status, and the
+ * fail of that status takes it. */
+static __thread const char *detail;
+static __thread char detail_buf[FC_API_WHY_MAX + 160];
+static __thread char pending_why[FC_API_WHY_MAX];
+static __thread int pending_err;
+
+/* Sets errno and the detail; returns -|err|. */
 static int fail(int err)
 {
-	errno = err < 0 ? -err : err;
-	return err < 0 ? err : -err;
+	int e = err < 0 ? -err : err;
+
+	if (pending_err == -e && pending_why[0]) {
+		memcpy(detail_buf, pending_why, sizeof(pending_why));
+		detail = detail_buf;
+	} else {
+		detail = falcon_strerror(e);
+	}
+	pending_err = 0;
+	errno = e;
+	return -e;
 }
 
 static void *fail_null(int err)
 {
-	errno = err < 0 ? -err : err;
+	fail(err);
 	return NULL;
+}
+
+/* A sentence for the next fail of status err (printf format). Returns err. */
+static int __attribute__((format(printf, 2, 3))) pend_why(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(pending_why, sizeof(pending_why), fmt, ap);
+	va_end(ap);
+	pending_err = err;
+	return err;
+}
+
+/* fail with a sentence of our own (printf format). */
+static int __attribute__((format(printf, 2, 3))) fail_why(int err, const char *fmt, ...)
+{
+	va_list ap;
+	int rc = fail(err);
+
+	va_start(ap, fmt);
+	vsnprintf(detail_buf, sizeof(detail_buf), fmt, ap);
+	va_end(ap);
+	detail = detail_buf;
+	return rc;
 }
 
 static void link_node(struct falcon_context *ctx, struct node *n, uint32_t kind, uint32_t handle)
@@ -140,19 +207,41 @@ static void link_node(struct falcon_context *ctx, struct node *n, uint32_t kind,
 	n->ctx = ctx;
 	n->kind = kind;
 	n->handle = handle;
+	pthread_mutex_lock(&ctx->list_lock);
 	n->next = ctx->head.next;
 	n->prev = &ctx->head;
 	ctx->head.next->prev = n;
 	ctx->head.next = n;
+	pthread_mutex_unlock(&ctx->list_lock);
 }
 
 static void unlink_node(struct node *n)
 {
+	pthread_mutex_lock(&n->ctx->list_lock);
 	n->prev->next = n->next;
 	n->next->prev = n->prev;
+	pthread_mutex_unlock(&n->ctx->list_lock);
+}
+
+/* falcond has gone: every later post returns -ENOTCONN. */
+static void mark_gone(struct falcon_context *ctx)
+{
+	__atomic_store_n(&ctx->gone, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- the control socket ---- */
+
+/* An error reply's sentence (api.h: NUL-terminated, at most FC_API_WHY_MAX bytes), kept
+ * for the fail of status rc; what is not printable ASCII is shown as '?'. */
+static void keep_why(int rc, const uint8_t *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i < sizeof(pending_why) - 1 && b[i]; i++)
+		pending_why[i] = b[i] >= 0x20 && b[i] < 0x7F ? (char)b[i] : '?';
+	pending_why[i] = 0;
+	pending_err = i ? rc : 0;
+}
 
 /* Send a request, wait for its reply. Returns the reply's status (0 or -errno) with the
  * body copied to out (at most out_len bytes) and up to nfds descriptors in fds_out (the
@@ -172,6 +261,7 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 
 	for (unsigned i = 0; i < nfds; i++)
 		fds_out[i] = -1;
+	pending_err = 0;
 	pthread_mutex_lock(&ctx->lock);
 	*h = (struct fc_api_hdr){ .hdr_size = sizeof(*h), .version = FC_API_VERSION, .type = type,
 				  .len = sizeof(*h) + len, .seq = ++ctx->seq };
@@ -180,6 +270,8 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 	rc = fc_api_send(ctx->sock, buf, sizeof(*h) + len, &fd_in, fd_in >= 0, 0);
 	if (rc) {
 		rc = rc == -EPIPE || rc == -ECONNRESET ? -ENOTCONN : rc;
+		if (rc == -ENOTCONN)
+			mark_gone(ctx);
 		goto out;
 	}
 	for (;;) { /* replies to earlier requests cannot be pending: one at a time */
@@ -193,6 +285,7 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 			continue;
 		if (n <= 0) {
 			rc = -ENOTCONN;
+			mark_gone(ctx);
 			goto out;
 		}
 		unsigned got = 0;
@@ -216,6 +309,8 @@ static int rpc(struct falcon_context *ctx, uint16_t type, const void *body, uint
 			break;
 		}
 		rc = h->status;
+		if (rc < 0 && (size_t)n > sizeof(*h))
+			keep_why(rc, buf + sizeof(*h), (size_t)n - sizeof(*h));
 		if (!rc && n - sizeof(*h) != out_len)
 			rc = -EPROTO;
 		if (!rc && out_len)
@@ -282,20 +377,44 @@ static int env_arena(void)
 	return !s || strcmp(s, "0");
 }
 
+/* Why connecting to falcond's socket at path failed (errno e), in a sentence that names
+ * the path and where it came from. */
+static int open_fail(int e, const char *path, const char *from)
+{
+	const char *hint = "";
+
+	switch (e) {
+	case ENOENT: hint = ": no such socket (is falcond running? is it its --runtime-dir?)"; break;
+	case ECONNREFUSED: hint = ": nobody listens (a stale socket: falcond has stopped)"; break;
+	case EACCES: hint = ": permission denied (falcond's sockets are for its group, falcon)"; break;
+	case ENOTSOCK: hint = ": not a socket"; break;
+	}
+	return fail_why(-e, "falcond socket %s (%s)%s%s%s", path, from, hint, *hint ? "" : ": ",
+			*hint ? "" : strerror(e));
+}
+
 API struct falcon_context *falcon_open(const char *path)
 {
 	struct falcon_context *ctx;
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	struct fc_api_hello hello = { .client_version = FC_API_VERSION,
 				      .flags = env_arena() ? FC_API_HELLO_ARENA : 0 };
-	int rc, afd = -1;
+	const char *from = "falcon_open's argument";
+	int rc, rfd[2];
 
-	if (!path)
+	if (!path) {
 		path = getenv("FALCON_SOCKET");
-	if (!path || !*path)
+		from = "$FALCON_SOCKET";
+	}
+	if (!path || !*path) {
 		path = FALCON_SOCKET_DEFAULT;
-	if (strlen(path) >= sizeof(un.sun_path))
-		return fail_null(-ENAMETOOLONG);
+		from = "the default";
+	}
+	if (strlen(path) >= sizeof(un.sun_path)) {
+		fail_why(-ENAMETOOLONG, "falcond socket %s (%s): longer than %zu bytes", path, from,
+			 sizeof(un.sun_path) - 1);
+		return NULL;
+	}
 	strcpy(un.sun_path, path);
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
@@ -303,16 +422,38 @@ API struct falcon_context *falcon_open(const char *path)
 	ctx->head.next = ctx->head.prev = &ctx->head;
 	ctx->poll_us = env_poll_us();
 	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->list_lock, NULL);
+	pthread_mutex_init(&ctx->ev_lock, NULL);
+	ctx->ev_fd = -1;
 	ctx->db_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ctx->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (ctx->db_fd < 0 || ctx->sock < 0 ||
-	    connect(ctx->sock, (struct sockaddr *)&un, sizeof(un)) < 0) {
-		rc = -errno;
+	if (ctx->db_fd < 0 || ctx->sock < 0) {
+		rc = fail(-errno);
 		goto err;
 	}
+	if (connect(ctx->sock, (struct sockaddr *)&un, sizeof(un)) < 0) {
+		rc = open_fail(errno, path, from);
+		goto err;
+	}
+	/* the reply brings our end of the event socket (api.h) */
 	rc = rpc(ctx, FC_API_HELLO, &hello, sizeof(hello), ctx->db_fd, &ctx->limits,
-		 sizeof(ctx->limits), &afd, 1);
-	if (rc || (rc = arena_map(ctx, afd)))
+		 sizeof(ctx->limits), rfd, 2);
+	ctx->ev_fd = rfd[0];
+	if (!rc && ctx->ev_fd < 0)
+		rc = -EPROTO;
+	if (rc == -ENOTCONN || rc == -EPROTO)
+		rc = fail_why(rc, "falcond at %s (%s) %s (this library speaks API version %u; "
+			      "falcond's log says why)", path, from, rc == -EPROTO ?
+			      "answered in another protocol version" : "closed the connection at once "
+			      "(too many clients, or another API version)", FC_API_VERSION);
+	else if (rc)
+		rc = fail(rc);
+	if (rc && rfd[1] >= 0)
+		close(rfd[1]);
+	else if (!rc && (rc = arena_map(ctx, rfd[1]))) /* it closes rfd[1] */
+		rc = fail_why(rc, "falcond at %s (%s) sent an arena this library cannot map",
+			      path, from);
+	if (rc)
 		goto err;
 	return ctx;
 err:
@@ -320,9 +461,14 @@ err:
 		close(ctx->sock);
 	if (ctx->db_fd >= 0)
 		close(ctx->db_fd);
+	if (ctx->ev_fd >= 0)
+		close(ctx->ev_fd);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->list_lock);
+	pthread_mutex_destroy(&ctx->ev_lock);
 	free(ctx);
-	return fail_null(rc);
+	errno = -rc; /* and the detail, set above */
+	return NULL;
 }
 
 static void free_node(struct node *n)
@@ -378,8 +524,51 @@ API int falcon_close(struct falcon_context *ctx)
 	if (ctx->arena)
 		munmap(ctx->arena, FC_ARENA_BYTES);
 	close(ctx->db_fd);
+	close(ctx->ev_fd);
 	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->list_lock);
+	pthread_mutex_destroy(&ctx->ev_lock);
 	free(ctx);
+	return 0;
+}
+
+/* The daemon's reply in the public form (every field the reply has). */
+static void device_attr_of(const struct fc_api_device_rep *r, struct falcon_device_attr *a)
+{
+	*a = (struct falcon_device_attr){
+		.max_msg_size = r->max_msg_bytes, .max_mr_size = r->max_mr_bytes,
+		.mtu = r->mtu_bytes, .max_qp = r->max_qps, .max_conn = r->max_conns,
+		.max_cq = r->max_cqs, .max_cqe = r->max_cqes, .max_mr = r->max_mrs,
+		.max_pd = r->max_pds, .max_srq = r->max_srqs, .max_ah = r->max_ahs,
+		.max_send_wr = r->max_send_wrs, .max_recv_wr = r->max_recv_wrs,
+		.max_srq_wr = r->max_srq_wrs, .max_send_sge = r->max_send_sge,
+		.max_recv_sge = r->max_recv_sge, .max_srq_sge = r->max_srq_sge,
+		.max_inflight = r->max_inflight, .max_objects = r->max_objs,
+		.max_clients = r->max_clients, .atomic_cap = r->atomic_cap,
+		.atomic_size = r->atomic_bytes, .flags = r->flags,
+		.max_client_qp = r->max_client_qps, .max_client_mr = r->max_client_mrs,
+	};
+}
+
+API int falcon_query_device(struct falcon_context *ctx, struct falcon_device_attr *attr)
+{
+	struct fc_api_device_rep rep;
+	struct falcon_device_attr a;
+	size_t size;
+	int rc;
+
+	if (!ctx || !attr || attr->size < sizeof(attr->size))
+		return fail(-EINVAL);
+	size = attr->size;
+	rc = rpc(ctx, FC_API_QUERY_DEVICE, NULL, 0, -1, &rep, sizeof(rep), NULL, 0);
+	if (rc)
+		return fail(rc == -EINVAL ? -EOPNOTSUPP : rc); /* an older daemon's answer */
+	device_attr_of(&rep, &a);
+	a.size = size;
+	/* a caller built against an older header gets its part, a newer one zeros past ours */
+	memcpy(attr, &a, size < sizeof(a) ? size : sizeof(a));
+	if (size > sizeof(a))
+		memset((uint8_t *)attr + sizeof(a), 0, size - sizeof(a));
 	return 0;
 }
 
@@ -617,6 +806,12 @@ API int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc)
 	if (!cq || n < 0 || (n && !wc))
 		return fail(-EINVAL);
 	avail = fc_ring_avail(cq->ring, &bad);
+	/* empty: has it overflowed? (falcon.h; the status word sits on the line of the
+	 * producer's index, which we read anyway). Completions published before the flag are
+	 * visible once it is: look again, they are returned first. */
+	if (!avail && n && !bad && (fc_ring_status(cq->ring) & FC_RING_ST_OVERFLOW) &&
+	    !(avail = fc_ring_avail(cq->ring, &bad)) && !bad)
+		return fail(-EOVERFLOW);
 	if (bad)
 		return fail(-EPROTO);
 	k = avail < (uint32_t)n ? avail : (uint32_t)n;
@@ -630,6 +825,7 @@ API int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc)
 			.byte_len = e->byte_len, .imm_data = e->imm_data,
 			.invalidated_rkey = e->invalidated_rkey, .qp_num = e->qp_num,
 			.src_qp = e->src_qp, .vendor_err = e->vendor_err,
+			.src_id = e->src_id,
 		};
 	}
 	if (k)
@@ -719,8 +915,12 @@ API int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int ti
 		rc = poll(p, 2, left > INT32_MAX ? INT32_MAX : (int)left);
 		if (rc < 0 && errno != EINTR)
 			return fail(-errno);
-		if (rc > 0 && (p[1].revents & (POLLHUP | POLLERR)) && !falcon_poll_cq(cq, n, wc))
+		if (rc > 0 && (p[1].revents & (POLLHUP | POLLERR))) {
+			mark_gone(cq->n.ctx);
+			if ((rc = falcon_poll_cq(cq, n, wc)))
+				return rc;
 			return fail(-ENOTCONN);
+		}
 		if (rc > 0 && (p[0].revents & POLLIN))
 			falcon_cq_ack_events(cq);
 	}
@@ -848,10 +1048,17 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 	return &qp->pub;
 }
 
+static int bad_host(const char *host)
+{
+	return pend_why(-EINVAL, "peer '%s': not NAME, NAME:PORT, [IPv6]:PORT or IPv6 (PORT: "
+			"its falcond's CM port, 1 to 65535)", host ? host : "(null)");
+}
+
 /* "name", "name:port", "[v6]:port", "v6" */
 static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+	const char *given = host; /* for the sentence: host moves past a '[' */
 	unsigned long p = FALCON_CM_PORT_DEFAULT;
 	const char *port = NULL, *end;
 	char name[256];
@@ -859,14 +1066,14 @@ static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 	int rc;
 
 	if (!host || !*host)
-		return -EINVAL;
+		return bad_host(given);
 	if (host[0] == '[') {
 		if (!(end = strchr(host, ']')))
-			return -EINVAL;
+			return bad_host(given);
 		if (end[1] == ':')
 			port = end + 2;
 		else if (end[1])
-			return -EINVAL;
+			return bad_host(given);
 		host++;
 	} else if ((end = strchr(host, ':')) && end == strrchr(host, ':')) {
 		port = end + 1;
@@ -875,7 +1082,7 @@ static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 	}
 	len = (size_t)(end - host);
 	if (!len || len >= sizeof(name))
-		return -EINVAL;
+		return bad_host(given);
 	memcpy(name, host, len);
 	name[len] = 0;
 	if (port) {
@@ -883,13 +1090,14 @@ static int resolve(const char *host, uint8_t addr[28], uint8_t *addr_len)
 
 		p = strtoul(port, &e, 10);
 		if (*e || !p || p > 65535)
-			return -EINVAL;
+			return bad_host(given);
 	}
 	if ((rc = getaddrinfo(name, NULL, &hints, &res)))
-		return rc == EAI_NONAME || rc == EAI_NODATA ? -ENOENT : -EHOSTUNREACH;
+		return pend_why(rc == EAI_NONAME || rc == EAI_NODATA ? -ENOENT : -EHOSTUNREACH,
+				"%s: the name does not resolve: %s", name, gai_strerror(rc));
 	if (res->ai_addrlen > 28) {
 		freeaddrinfo(res);
-		return -EAFNOSUPPORT;
+		return pend_why(-EAFNOSUPPORT, "%s: an address family falcond does not use", name);
 	}
 	memcpy(addr, res->ai_addr, res->ai_addrlen);
 	*addr_len = (uint8_t)res->ai_addrlen;
@@ -1111,6 +1319,37 @@ API struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, i
 	return ah;
 }
 
+API struct falcon_ah *falcon_create_ah_from_wc(struct falcon_pd *pd, const struct falcon_wc *wc,
+					       int timeout_ms)
+{
+	struct fc_api_create_ah_src m = { .timeout_ms = timeout_ms };
+	struct fc_api_create_ah_rep rep;
+	struct falcon_ah *ah;
+	int rc;
+
+	if (!pd || !wc || wc->status != FALCON_WC_SUCCESS ||
+	    (wc->opcode != FALCON_WC_RECV && wc->opcode != FALCON_WC_RECV_RDMA_WITH_IMM))
+		return fail_why(-EINVAL, "falcon_create_ah_from_wc: %s", !pd || !wc ? "NULL argument" :
+				"not a successful receive completion"), NULL;
+	if (!wc->src_id)
+		return fail_why(-ENOENT, "falcon_create_ah_from_wc: the completion names no "
+				"sending daemon (not a UD receive)"), NULL;
+	m.pd = pd->n.handle;
+	m.src_id = wc->src_id;
+	if (!(ah = calloc(1, sizeof(*ah))))
+		return fail_null(-ENOMEM);
+	rc = rpc(pd->n.ctx, FC_API_CREATE_AH_SRC, &m, sizeof(m), -1, &rep, sizeof(rep), NULL, 0);
+	if (rc) {
+		free(ah);
+		return fail_null(rc);
+	}
+	ah->pd = pd;
+	ah->ahn = rep.ahn;
+	pd->refs++;
+	link_node(pd->n.ctx, &ah->n, K_AH, rep.handle);
+	return ah;
+}
+
 API int falcon_destroy_ah(struct falcon_ah *ah)
 {
 	int rc;
@@ -1158,6 +1397,37 @@ API int falcon_close_xrcd(struct falcon_xrcd *x)
 
 /* ---- work requests ---- */
 
+static uint64_t coarse_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* the vDSO's: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The post calls' look at the daemon (falcon.h, falcon_post_send): nonzero when it has
+ * gone. A load of the flag, a read of the coarse clock, and at most every
+ * FALCON_DAEMON_CHECK_MS a poll(2) of the control socket, which hangs up when falcond
+ * goes. Threads posting on QPs of one context may now and then both poll: harmless. */
+static int daemon_gone(struct falcon_context *ctx)
+{
+	struct pollfd p = { .fd = ctx->sock, .events = 0 };
+	uint64_t now;
+
+	if (__atomic_load_n(&ctx->gone, __ATOMIC_RELAXED))
+		return 1;
+	now = coarse_ns();
+	if (now < __atomic_load_n(&ctx->check_ns, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&ctx->check_ns, now + FALCON_DAEMON_CHECK_MS * 1000000ull,
+			 __ATOMIC_RELAXED);
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
+		mark_gone(ctx);
+		return 1;
+	}
+	return 0;
+}
+
 /* After producing into ring: the doorbell, a system call only when the daemon sleeps.
  * A QP in the arena sets its bit there (bit > 0), so that the daemon looks into its rings
  * and not into every QP's; the daemon's flag is the arena's then. */
@@ -1179,6 +1449,11 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 
 	if (!pub || !qp->sq) /* an XRC_RECV QP sends nothing */
 		return fail(-EINVAL);
+	if (daemon_gone(qp->n.ctx)) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return fail(-ENOTCONN);
+	}
 	space = fc_ring_space(qp->sq);
 	for (; wr; wr = wr->next, n++) {
 		struct fc_ring_send_wr *e;
@@ -1227,12 +1502,19 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 }
 
 /* Receive WRs into a receive ring (a QP's or an SRQ's), then the doorbell if the daemon
- * sleeps. 0, or -EINVAL / -ENOMEM with *bad_wr at the first WR not posted. */
+ * sleeps. 0, or -EINVAL / -ENOMEM / -ENOTCONN with *bad_wr at the first WR not posted. */
 static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t bit, uint32_t max_sge,
 			  struct falcon_recv_wr *wr, struct falcon_recv_wr **bad_wr)
 {
-	uint32_t n = 0, space = fc_ring_space(ring);
+	uint32_t n = 0, space;
 	int rc = 0;
+
+	if (daemon_gone(ctx)) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return fail(-ENOTCONN);
+	}
+	space = fc_ring_space(ring);
 
 	for (; wr; wr = wr->next, n++) {
 		struct fc_ring_recv_wr *e;
@@ -1366,29 +1648,137 @@ API int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
 	return ring_post_recv(srq->n.ctx, srq->ring, 0, srq->max_sge, wr, bad_wr);
 }
 
+/* ---- asynchronous events ---- */
+
+/* The object of the context named by kind and the daemon's handle, NULL if there is none
+ * (destroyed, or not handed out yet). */
+static void *object_of(struct falcon_context *ctx, uint32_t kind, uint32_t handle)
+{
+	void *obj = NULL;
+
+	pthread_mutex_lock(&ctx->list_lock);
+	for (struct node *n = ctx->head.next; n != &ctx->head && !obj; n = n->next)
+		if (n->kind == kind && n->handle == handle)
+			obj = kind == K_QP ? (void *)((uint8_t *)n - offsetof(struct lqp, n)) :
+					     (void *)n; /* a falcon_cq starts with its node */
+	pthread_mutex_unlock(&ctx->list_lock);
+	return obj;
+}
+
+static void event_of(struct falcon_context *ctx, const struct fc_api_event *e,
+		     struct falcon_async_event *ev)
+{
+	ev->event_type = e->type;
+	ev->num = e->num;
+	ev->element.qp = NULL;
+	if (e->type == FALCON_EVENT_CQ_ERR)
+		ev->element.cq = object_of(ctx, K_CQ, e->handle);
+	else if (e->type == FALCON_EVENT_QP_FATAL || e->type == FALCON_EVENT_QP_LAST_WQE_REACHED)
+		ev->element.qp = object_of(ctx, K_QP, e->handle); /* the lqp starts with it */
+}
+
+/* The next event of the event socket's head message, which is taken off the socket with
+ * its last event (so the socket polls readable while one is left). 0, -EAGAIN (none),
+ * -ENOTCONN (the daemon has gone: the end of the stream), -EPROTO. Under ev_lock. */
+static int next_event(struct falcon_context *ctx, struct falcon_async_event *ev)
+{
+	uint8_t buf[FC_API_MSG_MAX + 1];
+	struct fc_api_event e;
+	ssize_t n = recv(ctx->ev_fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_PEEK);
+	int k;
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return -EAGAIN;
+	if (n <= 0)
+		return -ENOTCONN;
+	if ((k = fc_api_event_check(buf, (unsigned long)n)) < 0) {
+		(void)!recv(ctx->ev_fd, buf, sizeof(buf), MSG_DONTWAIT); /* not to see it again */
+		ctx->ev_next = 0;
+		return -EPROTO;
+	}
+	if (ctx->ev_next >= (uint32_t)k)
+		ctx->ev_next = 0;
+	memcpy(&e, buf + sizeof(struct fc_api_hdr) + ctx->ev_next * sizeof(e), sizeof(e));
+	if (++ctx->ev_next == (uint32_t)k) {
+		(void)!recv(ctx->ev_fd, buf, sizeof(buf), MSG_DONTWAIT); /* done with it */
+		ctx->ev_next = 0;
+	}
+	event_of(ctx, &e, ev);
+	return 0;
+}
+
+API int falcon_get_async_event(struct falcon_context *ctx, struct falcon_async_event *ev)
+{
+	int rc;
+
+	if (!ctx || !ev || !ATTR_HAS(ev, element))
+		return fail(-EINVAL);
+	pthread_mutex_lock(&ctx->ev_lock);
+	rc = next_event(ctx, ev);
+	if (rc == -ENOTCONN) { /* after every event the daemon sent: DEVICE_FATAL, once */
+		mark_gone(ctx);
+		if (!ctx->fatal_given) {
+			ctx->fatal_given = 1;
+			ev->event_type = FALCON_EVENT_DEVICE_FATAL;
+			ev->num = 0;
+			ev->element.qp = NULL;
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&ctx->ev_lock);
+	return rc ? fail(rc) : 0;
+}
+
+API int falcon_async_fd(const struct falcon_context *ctx)
+{
+	return ctx ? ctx->ev_fd : fail(-EINVAL);
+}
+
 /* ---- names ---- */
 
 API const char *falcon_strerror(int err)
 {
 	switch (err < 0 ? -err : err) {
 	case ENOTCONN: return "falcond closed the connection (daemon stopped?)";
-	case ECONNREFUSED: return "connection refused (no daemon, no listener on that service, "
-				  "or the peer refused our version or features)";
-	case ENOENT: return "no such object, host or daemon socket";
-	case ETIMEDOUT: return "timed out";
-	case EPROTO: return "protocol error between the library and falcond";
-	case EFAULT: return "memory not inside a buffer of falcon_alloc_buf";
-	case ENOSPC: return "a table of the daemon is full";
+	case ECONNREFUSED: return "connection refused: no listener on that service (or no such "
+				  "QP) at the peer";
+	case EACCES: return "not allowed: the peer's allow-list does not have our key, or we "
+			    "have no key for the peer";
+	case EKEYREJECTED: return "the peer could not authenticate us: the key we have for it "
+				  "is not its key";
+	case EPROTONOSUPPORT: return "security mismatch: the peer runs another security mode "
+				     "(psp / none) or PSP cipher";
+	case EPROTO: return "protocol version or features do not match (the library and "
+			    "falcond, or the two daemons)";
+	case EPROTOTYPE: return "the peer's QP is of a type that does not pair with ours";
+	case EUSERS: return "the peer daemon is out of resources (one of its tables is full)";
+	case ENOSPC: return "a table of our daemon is full";
 	case EDQUOT: return "this client's share of the daemon is used up (its log names the "
 			    "quota)";
+	case EHOSTUNREACH: return "peer unreachable (no falcond on that port, no route, or the "
+				  "name does not resolve)";
+	case ETIMEDOUT: return "timed out (no answer: the peer daemon or its host is down, or "
+			       "its CM port is filtered)";
+	case EAGAIN: return "try again: a queue is full (the peer listener's backlog) or "
+			    "nothing is pending";
+	case ESTALE: return "the peer's clock and ours differ by more than 2 minutes "
+			    "(handshake refused)";
+	case ENOENT: return "no such object, host name or file";
+	case EFAULT: return "memory not mapped in this process";
 	case EBUSY: return "object in use";
 	case ENOMEM: return "out of memory, or the queue is full";
 	case EINVAL: return "invalid argument";
 	case EADDRINUSE: return "someone listens on that service already";
 	case ECONNABORTED: return "the connection was abandoned by the other side";
-	case EPROTOTYPE: return "the peer's QP is of a type that does not pair with ours";
+	case EOVERFLOW: return "the completion queue overflowed (it and its QPs are in error)";
+	case EIO: return "a completion queue it names overflowed (it is in error for good)";
 	default: return strerror(err < 0 ? -err : err);
 	}
+}
+
+API const char *falcon_error_detail(void)
+{
+	return detail ? detail : "";
 }
 
 API const char *falcon_wc_status_str(uint32_t status)

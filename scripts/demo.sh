@@ -12,7 +12,7 @@ FALCONCTL=$BUILD/cli/falconctl
 echo "== starting two falcond on 127.0.0.1 (UDP), each with a fresh identity key allowing the other"
 td_start || exit 1
 echo "   A: api $TD_SOCK_A   B: api $TD_SOCK_B, connection manager $TD_CM_B"
-"$FALCONCTL" -r "$TD_DIR/a" status | grep -E '^(security|cc):' | sed 's/^/   /'
+"$FALCONCTL" -r "$TD_DIR/a" status | grep -E '^(security|cc|rue):' | sed 's/^/   /'
 
 echo "== client: WRITE, READ, SEND, atomics, each result checked"
 "$BUILD/examples/demo" "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" ${DEMO_ARGS:-}

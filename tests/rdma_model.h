@@ -34,7 +34,11 @@
  *    would have written where a check could pass (inside the region for EBOUNDS; the
  *    valid entries of a receive list) become "undefined": each may hold its old value
  *    or the op's value. rm_mem_check() accepts either; rm_mem_sync() then adopts what
- *    the implementation holds. Atomics are one transaction: never undefined.
+ *    the implementation holds. Atomics are one transaction: never undefined. A WRITE's
+ *    range is checked whole (each packet's RETH runs to the message's end, as the
+ *    FIRST's does in InfiniBand): one that runs past its region's end places nothing;
+ *    only one that starts before its region and ends inside may have placed bytes
+ *    there (packets that overtook their FIRST on an unordered connection).
  * The model's memory holds what the model knows; it never reads an implementation.
  */
 #ifndef FC_RDMA_MODEL_H
@@ -371,7 +375,10 @@ static inline struct rm_result rm_write(struct rm_node *ini, uint32_t ini_pd,
 	len = rm_gather(ini, ini_pd, sgl, nsge, msg);
 	err = len ? rm_check(tgt, tgt_pd, rkey, true, va, len, FC_MR_REMOTE_WRITE, &mr, &off) : 0;
 	if (err) {
+		/* only a WRITE that starts before its region and ends inside it may have
+		 * placed bytes (see the file comment) */
 		if (err == -FC_RDMA_EBOUNDS && len > tgt->mtu &&
+		    (unsigned __int128)va + len <= (unsigned __int128)mr->iova + mr->len &&
 		    (n = rm_clip(mr, va, len, &moff, &ooff)))
 			rm_maybe(tgt, moff, msg + ooff, n);
 		return rm_fail(err, FC_RDMA_SITE_RKEY);

@@ -258,6 +258,9 @@ uint32_t fc_mr_count(const struct fc_mr_table *t)
 	return t->nmr;
 }
 
+uint32_t fc_mr_table_mr_cap(const struct fc_mr_table *t) { return t->mr_cap; }
+uint32_t fc_mr_table_pd_cap(const struct fc_mr_table *t) { return t->pd_cap; }
+
 /* ------------------------------------------------------------------------ */
 /* Protection domains                                                        */
 /* ------------------------------------------------------------------------ */

@@ -301,6 +301,9 @@ int fc_mr_query(const struct fc_mr_table *t, uint32_t pd, uint32_t lkey,
 
 /* Regions registered (valid or invalidated). */
 uint32_t fc_mr_count(const struct fc_mr_table *t);
+/* The capacities the table was made with (fc_mr_table_new's mr_cap, pd_cap). */
+uint32_t fc_mr_table_mr_cap(const struct fc_mr_table *t);
+uint32_t fc_mr_table_pd_cap(const struct fc_mr_table *t);
 
 /* A number, never 0, that changes whenever a check that passed might fail if made again
  * (a region deregistered or invalidated, a PD freed); registrations leave it. A caller

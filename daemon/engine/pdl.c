@@ -266,6 +266,7 @@ uint32_t fc_pdl_path(const struct fc_pdl *p) { return p->path; }
 uint32_t fc_pdl_fcwnd_fp(const struct fc_pdl *p) { return p->fcwnd_fp; }
 uint32_t fc_pdl_ncwnd(const struct fc_pdl *p) { return p->ncwnd; }
 uint64_t fc_pdl_rto_ns(const struct fc_pdl *p) { return p->rto_ns; }
+uint64_t fc_pdl_srtt_ns(const struct fc_pdl *p) { return fc_ts_to_ns(p->rtt_state_ts); }
 struct fc_rx_state *fc_pdl_rx_state(struct fc_pdl *p) { return p->rx; }
 
 uint32_t fc_pdl_outstanding(const struct fc_pdl *p, enum fc_win_id win)

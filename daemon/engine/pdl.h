@@ -281,6 +281,8 @@ uint32_t fc_pdl_path(const struct fc_pdl *p);
 uint32_t fc_pdl_fcwnd_fp(const struct fc_pdl *p);
 uint32_t fc_pdl_ncwnd(const struct fc_pdl *p);
 uint64_t fc_pdl_rto_ns(const struct fc_pdl *p);
+/* The smoothed RTT the RUE keeps (rtt_state, spec 10.3.2); 0 before the first sample. */
+uint64_t fc_pdl_srtt_ns(const struct fc_pdl *p);
 struct fc_rx_state *fc_pdl_rx_state(struct fc_pdl *p);
 
 #endif

@@ -52,7 +52,10 @@
  * Error modes (6.3): VERBS - a failed WR moves the QP to the error state when its
  * completion is generated: every later WR and every posted receive completes
  * FC_WC_WR_FLUSH_ERR, posts in the error state are flushed at once, and an async event
- * FC_RDMA_EV_QP_FATAL is queued. CIE - the WR completes in error and the QP goes on.
+ * FC_RDMA_EV_QP_FATAL is queued (as for every entry into the error state that the caller
+ * did not ask for with fc_rdma_qp_modify; a QP with an SRQ, or an XRC target, also
+ * queues FC_RDMA_EV_QP_LAST_WQE then, whoever asked). CIE - the WR completes in error and
+ * the QP goes on.
  * The responder NAKs with Falcon NRE (verbs) or CIE (complete-in-error) and the IB NAK
  * code as ULP code (mr.h); it does not change state itself (IB moves an RC responder to
  * the error state on class A/C errors; here the requester's transition stops the pair).
@@ -101,11 +104,22 @@
  * Immediate failing its R_Key check, RNR retries exhausted) is skipped in that count.
  * With an SRQ the WQE is taken when a message's first packet arrives.
  *
- * Completions: every WR posted successfully completes exactly once; receive completions
- * carry byte_len, imm_data, the invalidated R_Key, the solicited-event bit (RBTH SE)
- * and, for UD, the source QP. A full CQ goes to the error state: the completion is
- * counted as lost, the QP that produced it goes to the error state, poll_cq returns
- * -EOVERFLOW once drained, and FC_RDMA_EV_CQ_ERR is queued. All WRs are signaled.
+ * Completions: every WR posted successfully completes exactly once (into a CQ that
+ * can take it: see overflow); receive completions carry byte_len, imm_data, the
+ * invalidated R_Key, the solicited-event bit (RBTH SE) and, for UD, the source QP. All
+ * WRs are signaled.
+ *
+ * CQ overflow, as verbs: a completion that does not fit takes the CQ to the error state
+ * for good. Then, in this order: FC_RDMA_EV_CQ_ERR is queued; a ring CQ gets
+ * FC_RING_ST_OVERFLOW in its header; every QP whose send or receive CQ it is (and the QP
+ * whose completion did not fit, an XRC target completing into its SRQ's CQ) goes to the
+ * error state (FC_RDMA_EV_QP_FATAL each), which flushes its outstanding WRs: flushes
+ * into the CQ in error are dropped, those into a QP's other CQ land there (where that
+ * one is healthy). The completion that did not fit and every later one for the CQ are
+ * dropped and counted (counters cq_lost); poll_cq returns what the CQ held, then
+ * -EOVERFLOW. A QP cannot be created on a CQ in error, nor an XRC SRQ, nor taken from
+ * RESET to INIT (-EIO): its completions would be lost. Destroying the QPs, then the CQ,
+ * is all that remains.
  */
 #ifndef FC_RDMA_H
 #define FC_RDMA_H
@@ -220,24 +234,31 @@ struct fc_rdma_wc {
 	uint32_t qp_num;      /* the QP the WR belongs to (XRC SRQ: the target QP) */
 	uint32_t src_qp;      /* receives: the sender's QP */
 	uint32_t vendor_err;  /* errors: Falcon completion code | IB NAK code << 8 */
+	uint16_t src_id;      /* UD receives: the connection's fc_rdma_conn_set_src; else 0 */
 };
 
 enum fc_rdma_async_type {
-	FC_RDMA_EV_QP_FATAL = 1, /* the QP entered the error state (num = QPN) */
+	FC_RDMA_EV_QP_FATAL = 1, /* the QP entered the error state by an error (num = QPN) */
 	FC_RDMA_EV_CQ_ERR,       /* the CQ overflowed (num = CQ number) */
 	FC_RDMA_EV_CONN_DEAD,    /* a connection failed (num = its local CID) */
+	FC_RDMA_EV_QP_LAST_WQE,  /* a QP with an SRQ (or an XRC target) entered the error
+				    state: it takes no more of the SRQ's WQEs (IB's
+				    LAST_WQE_REACHED; num = QPN) */
 };
 
 struct fc_rdma_async_event {
 	uint8_t type;  /* enum fc_rdma_async_type */
 	uint32_t num;
+	uint64_t user; /* the object's cookie: fc_rdma_qp_init.user, fc_rdma_cq_set_user;
+			  0 for a connection */
 };
 
 struct fc_rdma_cfg {
 	uint32_t mtu_bytes;     /* RDMA payload bytes per transaction (6.7): a multiple of 4,
 				 * >= 64; the txn engine's mtu_bytes must be at least
 				 * mtu_bytes + FC_RDMA_HDR_MAX */
-	uint32_t max_msg_bytes; /* largest message, <= FC_SEG_MSG_MAX */
+	uint32_t max_msg_bytes; /* largest message, <= FC_SEG_MSG_MAX; costs no memory (a
+				 * WR's transactions are made as they go, seg.h fc_seg_at) */
 	uint32_t max_qps;       /* each table: 1 .. 65536 */
 	uint32_t max_cqs, max_srqs, max_ahs, max_conns;
 	uint32_t async_depth;   /* async event ring; more are counted as lost */
@@ -258,7 +279,7 @@ struct fc_rdma_cfg {
 	void *ev_ctx;
 };
 
-/* MTU 4096, messages up to 1 MiB, 256 QPs/CQs/SRQs/AHs, 64 connections, 64 async
+/* MTU 4096, messages up to FC_SEG_MSG_MAX (2 GiB), 256 QPs/CQs/SRQs/AHs, 64 connections, 64 async
  * events, 16 pending responses, 1024 held pulls per connection. */
 void fc_rdma_cfg_default(struct fc_rdma_cfg *cfg);
 
@@ -283,6 +304,7 @@ struct fc_rdma_qp_init {
 	uint64_t timeout_ns;    /* RC / XRC: the connection's liveness budget once bound
 				   (fc_txn_set_timeout; fc_rdma_verbs_timeout_ns of verbs'
 				   timeout and retry_cnt); 0: the connection's own */
+	uint64_t user;          /* the caller's cookie, given back in the QP's async events */
 };
 
 /* Verbs' transport timer as Falcon's (docs/conformance.md): a QP's timeout code t gives
@@ -367,11 +389,21 @@ void fc_rdma_on_timer(struct fc_rdma *d, uint64_t now_ns);
 struct fc_txn *fc_rdma_conn_open(struct fc_rdma *d, const struct fc_txn_conn_cfg *cfg);
 /* Close it. Returns 0, -ENOENT (not one of ours), -EBUSY (a QP or AH still uses it). */
 int fc_rdma_conn_close(struct fc_rdma *d, struct fc_txn *t);
+/* What UD receive completions of datagrams that came on connection t carry as src_id
+ * (struct fc_rdma_wc): the caller's name for the peer (the node's: 1 + its peer index),
+ * so that the receiver can answer the sender (falcon_create_ah_from_wc). 0 (the default):
+ * none. Returns 0 or -ENOENT (not one of ours). */
+int fc_rdma_conn_set_src(struct fc_rdma *d, struct fc_txn *t, uint16_t src_id);
 
 /* ---- completion queues ---- */
 
 /* Returns 0 and *cqn, -EINVAL (depth 0 or above 65536), -ENOSPC, -ENOMEM. */
 int fc_rdma_cq_create(struct fc_rdma *d, uint32_t depth, uint32_t *cqn);
+/* The caller's cookie for the CQ's async events (0 at creation). 0 or -ENOENT. */
+int fc_rdma_cq_set_user(struct fc_rdma *d, uint32_t cqn, uint64_t user);
+/* 1: the CQ overflowed and is in the error state for good (file comment); 0: healthy;
+ * -ENOENT. */
+int fc_rdma_cq_overflowed(const struct fc_rdma *d, uint32_t cqn);
 /* Returns 0, -ENOENT (no such CQ), -EBUSY (a QP or SRQ uses it). */
 int fc_rdma_cq_destroy(struct fc_rdma *d, uint32_t cqn);
 /* Up to n completions, oldest first. Returns their number (0: empty), -ENOENT (no such
@@ -384,7 +416,7 @@ int fc_rdma_cq_arm(struct fc_rdma *d, uint32_t cqn, int solicited_only);
 /* ---- shared receive queues ---- */
 
 /* Returns 0 and *srqn (24 bits), -EINVAL (bad sizes; unknown PD is not checked here),
- * -ENOENT (XRC: no such CQ), -ENOSPC, -ENOMEM. */
+ * -ENOENT (XRC: no such CQ), -EIO (XRC: the CQ overflowed), -ENOSPC, -ENOMEM. */
 int fc_rdma_srq_create(struct fc_rdma *d, const struct fc_rdma_srq_init *a, uint32_t *srqn);
 /* Returns 0, -ENOENT, -EBUSY (a QP uses it). Posted WQEs are dropped without
  * completion (IB: destroying an SRQ discards them). */
@@ -412,6 +444,7 @@ int fc_rdma_ah_destroy(struct fc_rdma *d, uint32_t ahn);
  *            verbs mode (6.4); UD on a 1:1 connection is not checked (AHs name them);
  *   -ENOENT  a CQ, SRQ or connection named that does not exist (not one of ours);
  *   -EBUSY   the connection already has its RC/XRC QP;
+ *   -EIO     a CQ named overflowed (fc_rdma_cq_overflowed): nothing could complete;
  *   -ENOSPC  max_qps;  -ENOMEM.
  */
 int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32_t *qpn);
@@ -421,7 +454,8 @@ int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32
  * every WQE without completion; counters restart; a binding stays). Returns 0, -ENOENT
  * (no such QP or connection), -EINVAL (a transition not in the list, an unbound QP to
  * RTR without attr->conn, a connection of the wrong kind or ordering, another connection
- * than the QP's own), -EBUSY (the connection has its QP).
+ * than the QP's own), -EBUSY (the connection has its QP), -EIO (RESET->INIT with a CQ
+ * that overflowed). A transition to ERR asked for here queues no FC_RDMA_EV_QP_FATAL.
  */
 int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_attr *attr);
 /* Destroy; its WQEs are dropped without completion, its transactions still in Falcon
@@ -463,8 +497,9 @@ int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv
  * the producer's index and the entries: a header changed later changes nothing. A WR
  * read from a ring is client input: it is read once into the engine's own SQ/RQ entry
  * and checked as fc_rdma_post_send / fc_rdma_post_recv check theirs; one they refuse
- * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (in SQ order;
- * receive: on the receive CQ) and the ring moves on. A producer index more than a ring
+ * (any error but a full queue) completes in error, FC_WC_LOC_QP_OP_ERR (a message above
+ * max_msg_bytes: FC_WC_LOC_LEN_ERR, as verbs; in SQ order; receive: on the receive CQ)
+ * and the ring moves on. A producer index more than a ring
  * ahead of the engine's consumer index (a broken client) takes the QP to the error state
  * and its rings are not read again (-EPROTO). The ring WR of an XRC initiator carries the
  * target's XRC SRQ number where a UD WR has its AH. As verbs: a buffer a WR names must not
@@ -476,9 +511,10 @@ int fc_rdma_post_recv(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_recv
 size_t fc_rdma_ring_bytes(enum fc_ring_kind kind, uint32_t entries);
 int fc_rdma_ring_init(void *mem, size_t bytes, enum fc_ring_kind kind, uint32_t entries);
 /* Completions of CQ cqn go to ring (an FC_RING_CQ ring of bytes bytes) from now on, and
- * fc_rdma_poll_cq on it is -EINVAL. A full ring is a CQ overflow (as an in-engine CQ:
- * the completion is lost and counted, FC_RDMA_EV_CQ_ERR, the QP goes to the error
- * state). The ring must outlive the CQ or the layer. Returns 0, -ENOENT (no such CQ),
+ * fc_rdma_poll_cq on it is -EINVAL. A full ring is a CQ overflow (as an in-engine CQ,
+ * see the file comment), which also sets FC_RING_ST_OVERFLOW in the ring's header: the
+ * consumer returns what the ring holds, then -EOVERFLOW. The ring must outlive the CQ or
+ * the layer. Returns 0, -ENOENT (no such CQ),
  * -EINVAL (bad ring header or size, a ring already attached), -EBUSY (the CQ holds
  * completions or overflowed). */
 int fc_rdma_cq_attach_ring(struct fc_rdma *d, uint32_t cqn, void *ring, size_t bytes);
@@ -517,6 +553,8 @@ int fc_rdma_srq_doorbell(struct fc_rdma *d, uint32_t srqn);
 /* The oldest async event: 0 and *ev, or -EAGAIN (none). */
 int fc_rdma_get_async_event(struct fc_rdma *d, struct fc_rdma_async_event *ev);
 const struct fc_rdma_counters *fc_rdma_counters(const struct fc_rdma *d);
+/* The configuration the layer was made with: its limits (tables, MTU, message size). */
+const struct fc_rdma_cfg *fc_rdma_get_cfg(const struct fc_rdma *d);
 /* WRs posted and not yet completed, receive WQEs posted and not yet completed. -ENOENT
  * for no such QP. */
 int fc_rdma_qp_sq_outstanding(const struct fc_rdma *d, uint32_t qpn);

@@ -18,7 +18,7 @@ void fc_rdma_cfg_default(struct fc_rdma_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->mtu_bytes = 4096;
-	c->max_msg_bytes = 1u << 20;
+	c->max_msg_bytes = FC_SEG_MSG_MAX;
 	c->max_qps = c->max_cqs = c->max_srqs = c->max_ahs = 256;
 	c->max_conns = 64;
 	c->async_depth = 64;
@@ -40,14 +40,14 @@ void fc_rdma_qp_init_default(struct fc_rdma_qp_init *a)
 /* ------------------------------------------------------------------------ */
 /* async events and completion queues                                        */
 
-void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num)
+void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num, uint64_t user)
 {
 	if (d->ev_count == d->cfg.async_depth) {
 		d->cnt.async_lost++;
 		return;
 	}
 	d->ev[(d->ev_head + d->ev_count) % d->cfg.async_depth] =
-		(struct fc_rdma_async_event){ .type = type, .num = num };
+		(struct fc_rdma_async_event){ .type = type, .num = num, .user = user };
 	d->ev_count++;
 }
 
@@ -108,6 +108,16 @@ static void pend_drop_conn(struct fc_rdma *d, const struct conn *c)
 			d->pend[i].used = 0;
 			d->pend_used--;
 		}
+}
+
+int fc_rdma_conn_set_src(struct fc_rdma *d, struct fc_txn *t, uint16_t src_id)
+{
+	struct conn *c = conn_of(d, t);
+
+	if (!c)
+		return -ENOENT;
+	c->src_id = src_id;
+	return 0;
 }
 
 int fc_rdma_conn_close(struct fc_rdma *d, struct fc_txn *t)
@@ -174,7 +184,7 @@ static void on_dead(void *ctx, struct fc_txn *t, int reason)
 
 	(void)reason;
 	c->dead = 1;
-	rdma_async_push(c->d, FC_RDMA_EV_CONN_DEAD, fc_txn_local_cid(t));
+	rdma_async_push(c->d, FC_RDMA_EV_CONN_DEAD, fc_txn_local_cid(t), 0);
 	c->d->dq_total -= c->dq_count; /* their pulls are gone with the connection */
 	c->dq_count = 0;
 	pend_drop_conn(c->d, c);
@@ -231,6 +241,8 @@ void fc_rdma_on_timer(struct fc_rdma *d, uint64_t now_ns)
 
 const struct fc_rdma_counters *fc_rdma_counters(const struct fc_rdma *d) { return &d->cnt; }
 
+const struct fc_rdma_cfg *fc_rdma_get_cfg(const struct fc_rdma *d) { return &d->cfg; }
+
 /* ------------------------------------------------------------------------ */
 /* the layer                                                                 */
 
@@ -264,8 +276,6 @@ struct fc_rdma *fc_rdma_new(const struct fc_rdma_cfg *cfg, struct fc_txn_engine 
 	d->cq_bits = bits_for(cfg->max_cqs);
 	d->srq_bits = bits_for(cfg->max_srqs);
 	d->ah_bits = bits_for(cfg->max_ahs);
-	d->plan_cap = cfg->max_msg_bytes / cfg->mtu_bytes + FC_SEG_SGE_MAX + 1;
-	d->plan_qp = NONE;
 	d->pkt_cap = cfg->mtu_bytes + FC_RDMA_HDR_MAX;
 	d->qp = calloc(cfg->max_qps, sizeof(*d->qp));
 	d->cq = calloc(cfg->max_cqs, sizeof(*d->cq));
@@ -274,12 +284,11 @@ struct fc_rdma *fc_rdma_new(const struct fc_rdma_cfg *cfg, struct fc_txn_engine 
 	d->conn = calloc(cfg->max_conns, sizeof(*d->conn));
 	d->pend = calloc(cfg->pending_resp, sizeof(*d->pend));
 	d->ev = calloc(cfg->async_depth, sizeof(*d->ev));
-	d->plan = calloc(d->plan_cap, sizeof(*d->plan));
 	d->pkt = malloc(d->pkt_cap);
 	d->resp = malloc(d->pkt_cap);
 	d->staging = malloc(d->pkt_cap);
 	if (!d->qp || !d->cq || !d->srq || !d->ah || !d->conn || !d->pend || !d->ev ||
-	    !d->plan || !d->pkt || !d->resp || !d->staging)
+	    !d->pkt || !d->resp || !d->staging)
 		goto nomem;
 	for (uint32_t i = 0; i < cfg->pending_resp; i++)
 		if (!(d->pend[i].buf = malloc(d->pkt_cap)))
@@ -316,7 +325,6 @@ void fc_rdma_free(struct fc_rdma *d)
 	free(d->conn);
 	free(d->pend);
 	free(d->ev);
-	free(d->plan);
 	free(d->pkt);
 	free(d->resp);
 	free(d->staging);

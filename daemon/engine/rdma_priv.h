@@ -107,6 +107,7 @@ struct qp {
 	struct conn *c;
 	uint8_t min_rnr_timer, rnr_retry;
 	uint64_t timeout_ns;    /* fc_rdma_qp_init.timeout_ns: given to the connection */
+	uint64_t user;          /* fc_rdma_qp_init.user: in its async events */
 	uint32_t max_send_sge;
 	/* requester */
 	struct swqe *sq;
@@ -139,7 +140,8 @@ struct qp {
 
 struct cq {
 	uint32_t num, gen, nref;
-	uint8_t used, error, armed, armed_sol;
+	uint8_t used, error, armed, armed_sol; /* error: overflowed, for good (rdma.h) */
+	uint64_t user;             /* fc_rdma_cq_set_user: in its async events */
 	struct fc_rdma_wc *ring;
 	uint32_t depth, head, count;
 	void *uring;               /* completions go to this ring in caller memory */
@@ -192,6 +194,7 @@ struct conn {
 	struct qp *qp;             /* its RC / XRC QP */
 	uint32_t tx_sn, rx_last_sn;
 	uint8_t rx_sn_seen;
+	uint16_t src_id;           /* UD receive completions name the sender by it */
 };
 
 struct pend { /* Pull Data the txn layer could not take yet */
@@ -222,9 +225,6 @@ struct fc_rdma {
 	uint32_t dq_total;         /* answers kept in the connections' dq */
 	uint8_t running_deferred;
 	uint32_t rec_gen;
-	struct fc_seg *plan;       /* segment plan of one WR, cached by (QP, WR) */
-	uint32_t plan_cap, plan_n, plan_qp;
-	uint64_t plan_seq;
 	uint8_t *pkt;              /* a request being built */
 	uint8_t *resp;             /* a response being built */
 	uint8_t *staging;          /* a READ's source reached by copy (mr.h ops), pkt_cap */
@@ -344,7 +344,7 @@ static inline struct swqe *sq_at(const struct qp *q, uint64_t i) { return &q->sq
 static inline int is_send_op(uint8_t op) { return op <= FC_RDMA_WR_SEND_INV; }
 
 /* rdma_layer.c */
-void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num);
+void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num, uint64_t user);
 
 /* rdma_queue.c */
 void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, struct qp *q);
@@ -356,6 +356,7 @@ void rdma_rwqe_wc(const struct rwqe *w, uint32_t qpn, uint8_t st, struct fc_rdma
 /* rdma_qp.c */
 void rdma_swqe_settle(struct swqe *w);
 void rdma_swqe_emit(struct fc_rdma *d, struct qp *q, struct swqe *w);
+/* The error state by an error (FC_RDMA_EV_QP_FATAL): flushes, see rdma.h. */
 void rdma_qp_to_err(struct qp *q, struct fc_rdma *d);
 /* Tell the I/O shell that connection c is given up (cfg.conn_dead), so its peer hears. */
 void rdma_conn_gave_up(struct fc_rdma *d, struct conn *c);

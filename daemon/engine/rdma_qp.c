@@ -98,15 +98,34 @@ static void rq_flush(struct fc_rdma *d, struct qp *q)
 	}
 }
 
-/* The error state (6.3 verbs mode, a dead connection, a lost completion): flush. */
-void rdma_qp_to_err(struct qp *q, struct fc_rdma *d)
+/* The error state: flush. fatal: reached by an error (6.3 verbs mode, a dead connection,
+ * an overflowed CQ), FC_RDMA_EV_QP_FATAL; else asked for (fc_rdma_qp_modify), as verbs
+ * no event. A QP fed by an SRQ has taken its last WQE once flushed: LAST_WQE either way.
+ * The state is set before the flushes, whose CQ pushes may come back here (a CQ that
+ * overflows takes its QPs to ERR): this QP is left alone then. */
+static void qp_enter_err(struct fc_rdma *d, struct qp *q, int fatal)
 {
 	if (q->state == FC_RDMA_QPS_ERR || q->state == FC_RDMA_QPS_RESET)
 		return;
 	q->state = FC_RDMA_QPS_ERR;
-	rdma_async_push(d, FC_RDMA_EV_QP_FATAL, q->num);
+	if (fatal)
+		rdma_async_push(d, FC_RDMA_EV_QP_FATAL, q->num, q->user);
 	sq_flush(d, q);
 	rq_flush(d, q);
+	if (q->srq || q->type == FC_RDMA_QPT_XRC_TGT)
+		rdma_async_push(d, FC_RDMA_EV_QP_LAST_WQE, q->num, q->user);
+}
+
+void rdma_qp_to_err(struct qp *q, struct fc_rdma *d)
+{
+	qp_enter_err(d, q, 1);
+}
+
+/* A CQ of the QP overflowed: nothing of it could complete. */
+static int qp_cq_overflowed(const struct fc_rdma *d, const struct qp *q)
+{
+	return (q->send_cq && fc_rdma_cq_overflowed(d, q->send_cq) == 1) ||
+	       (q->recv_cq && fc_rdma_cq_overflowed(d, q->recv_cq) == 1);
 }
 
 /* Forget every transaction record (their txn completions will find nothing). */
@@ -126,7 +145,7 @@ static void rec_reset(struct qp *q)
 }
 
 /* Back to RESET: every WQE dropped without completion, sequence counters restart. */
-static void qp_reset(struct fc_rdma *d, struct qp *q)
+static void qp_reset(struct qp *q)
 {
 	for (uint64_t i = q->sq_head; i != q->sq_tail; i++)
 		rdma_swqe_settle(sq_at(q, i));
@@ -145,8 +164,6 @@ static void qp_reset(struct fc_rdma *d, struct qp *q)
 	q->w_err = 0;
 	q->err_stop = q->fence_next = 0;
 	q->state = FC_RDMA_QPS_RESET;
-	if (d->plan_qp == (uint32_t)(q - d->qp))
-		d->plan_qp = NONE;
 }
 
 static void qp_free_mem(struct qp *q)
@@ -228,6 +245,10 @@ static int check_qp_init(const struct fc_rdma *d, const struct fc_rdma_qp_init *
 		return -ENOENT;
 	if ((a->type == FC_RDMA_QPT_RC || a->type == FC_RDMA_QPT_UD) && !cq_get(d, a->recv_cq))
 		return -ENOENT;
+	/* rdma.h, "CQ overflow": a CQ in error takes no QP */
+	if ((sq && cq_get(d, a->send_cq)->error) ||
+	    ((a->type == FC_RDMA_QPT_RC || a->type == FC_RDMA_QPT_UD) && cq_get(d, a->recv_cq)->error))
+		return -EIO;
 	if ((a->type == FC_RDMA_QPT_RC || a->type == FC_RDMA_QPT_UD) && a->srq) {
 		if (!(s = srq_get(d, a->srq)))
 			return -ENOENT;
@@ -324,10 +345,11 @@ int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32
 	q->min_rnr_timer = a->min_rnr_timer;
 	q->rnr_retry = a->rnr_retry;
 	q->timeout_ns = a->timeout_ns;
+	q->user = a->user;
 	q->max_send_sge = a->max_send_sge;
 	qp_conn_timeout(q);
 	qp_take_refs(d, q, 1);
-	qp_reset(d, q);
+	qp_reset(q);
 	*qpn = q->num;
 	return 0;
 }
@@ -338,7 +360,7 @@ int fc_rdma_qp_destroy(struct fc_rdma *d, uint32_t qpn)
 
 	if (!q)
 		return -ENOENT;
-	qp_reset(d, q);
+	qp_reset(q);
 	qp_take_refs(d, q, 0);
 	qp_free_mem(q);
 	q->used = 0;
@@ -356,10 +378,12 @@ int fc_rdma_qp_modify(struct fc_rdma *d, uint32_t qpn, const struct fc_rdma_qp_a
 		return -EINVAL;
 	to = attr->state;
 	if (to == FC_RDMA_QPS_RESET) {
-		qp_reset(d, q);
+		qp_reset(q);
 	} else if (to == FC_RDMA_QPS_ERR) {
-		rdma_qp_to_err(q, d);
+		qp_enter_err(d, q, 0);
 	} else if (to == FC_RDMA_QPS_INIT && q->state == FC_RDMA_QPS_RESET) {
+		if (qp_cq_overflowed(d, q))
+			return -EIO;
 		q->state = to;
 	} else if (to == FC_RDMA_QPS_RTR && q->state == FC_RDMA_QPS_INIT) {
 		struct conn *c = NULL;

@@ -9,8 +9,27 @@
 
 #include "rdma_priv.h"
 
-/* Append wc to CQ cqn on behalf of QP q (may be NULL). A full CQ goes to the error
- * state: the completion is lost and counted, q goes to the error state. */
+/* The CQ overflowed (rdma.h, "CQ overflow"): the error state for good, said to the
+ * caller (event) and to the ring's consumer (status word), then every QP completing into
+ * it goes to the error state. Bounded by max_qps; a QP's flush may overflow its other CQ,
+ * which recurses once per CQ at most (each overflows once; a QP in ERR is left alone). */
+static void cq_overflow(struct fc_rdma *d, struct cq *cq)
+{
+	cq->error = 1;
+	rdma_async_push(d, FC_RDMA_EV_CQ_ERR, cq->num, cq->user);
+	if (cq->uring)
+		fc_ring_set_status(cq->uring, FC_RING_ST_OVERFLOW);
+	for (uint32_t i = 0; i < d->cfg.max_qps; i++) {
+		struct qp *q = &d->qp[i];
+
+		if (q->used && (q->send_cq == cq->num || q->recv_cq == cq->num))
+			rdma_qp_to_err(q, d);
+	}
+}
+
+/* Append wc to CQ cqn on behalf of QP q (may be NULL). A completion that does not fit
+ * overflows the CQ (cq_overflow); it, and every one after it, is dropped and counted,
+ * and q goes to the error state (an XRC target QP is on no CQ of its own). */
 void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, struct qp *q)
 {
 	struct cq *cq = cq_get(d, cqn);
@@ -21,8 +40,7 @@ void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, 
 	if (cq->error || (cq->uring ? rdma_cq_ring_push(d, cq, wc) : cq->count == cq->depth)) {
 		d->cnt.cq_lost++;
 		if (!cq->error)
-			rdma_async_push(d, FC_RDMA_EV_CQ_ERR, cq->num);
-		cq->error = 1;
+			cq_overflow(d, cq);
 		if (q)
 			rdma_qp_to_err(q, d);
 		return;
@@ -57,8 +75,26 @@ int fc_rdma_cq_create(struct fc_rdma *d, uint32_t depth, uint32_t *cqn)
 	cq->depth = depth;
 	cq->head = cq->count = cq->nref = 0;
 	cq->error = cq->armed = cq->armed_sol = 0;
+	cq->user = 0;
 	*cqn = cq->num;
 	return 0;
+}
+
+int fc_rdma_cq_set_user(struct fc_rdma *d, uint32_t cqn, uint64_t user)
+{
+	struct cq *cq = cq_get(d, cqn);
+
+	if (!cq)
+		return -ENOENT;
+	cq->user = user;
+	return 0;
+}
+
+int fc_rdma_cq_overflowed(const struct fc_rdma *d, uint32_t cqn)
+{
+	const struct cq *cq = cq_get(d, cqn);
+
+	return cq ? cq->error : -ENOENT;
 }
 
 int fc_rdma_cq_destroy(struct fc_rdma *d, uint32_t cqn)
@@ -184,6 +220,8 @@ int fc_rdma_srq_create(struct fc_rdma *d, const struct fc_rdma_srq_init *a, uint
 		return -EINVAL;
 	if (a->xrcd && !(cq = cq_get(d, a->cq)))
 		return -ENOENT;
+	if (cq && cq->error)
+		return -EIO; /* its completions would be lost (rdma.h, "CQ overflow") */
 	uint32_t k = SLOT_TAKE(d->srq, d->cfg.max_srqs, &d->srq_hint);
 
 	if (k == NONE)

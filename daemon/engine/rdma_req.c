@@ -14,42 +14,13 @@
 
 enum { ISSUED = 0, BLOCKED = 1 };
 
-/* plan_of on a cache miss: plan w into the cache. */
-static int plan_make(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32_t *next)
-{
-	struct fc_seg_req r;
-	uint32_t slot = (uint32_t)(q - d->qp), nx = 0;
-	int n;
-
-	rdma_seg_req_of(d, q, &w->wr, w->rmsn, &r);
-	n = fc_seg_plan_checked(&r, d->plan, d->plan_cap, &nx);
-	if (n < 0)
-		return n;
-	d->plan_qp = slot;
-	d->plan_seq = w->seq;
-	d->plan_n = (uint32_t)n;
-	if (next)
-		*next = nx;
-	return n;
-}
-
-/* The plan of w (seg.h), from the one-entry cache. Returns the segment count or the
- * negative error of fc_seg_plan_checked (rdma_check_wr checked the WR when it was
- * posted, and the SQ holds our own copy of it); on a miss *next gets the RMSN after the
- * op (a hit leaves it: only wr_start asks, and it plans first). */
-static int plan_of(struct fc_rdma *d, struct qp *q, const struct swqe *w, uint32_t *next)
-{
-	if (d->plan_qp == (uint32_t)(q - d->qp) && d->plan_seq == w->seq)
-		return (int)d->plan_n;
-	return plan_make(d, q, w, next);
-}
-
 /* Assign w its RMSN (8.3.2: two counters, send/write-imm and read/atomic) and count its
- * transactions. */
+ * transactions. Nothing is planned ahead: build_seg makes each transaction as it goes
+ * (seg.h fc_seg_at), so a WR costs the same whatever its length (up to FC_SEG_MSG_MAX). */
 static void wr_start(struct fc_rdma *d, struct qp *q, struct swqe *w)
 {
+	struct fc_seg_req r;
 	uint32_t next = 0;
-	int n;
 
 	w->state = SW_ACTIVE;
 	if (rdma_is_atomic_op(w->wr.opcode)) {
@@ -58,14 +29,10 @@ static void wr_start(struct fc_rdma *d, struct qp *q, struct swqe *w)
 		return;
 	}
 	w->rmsn = w->wr.opcode == FC_RDMA_WR_READ ? q->rmsn_rd : q->rmsn_msg;
-	d->plan_qp = NONE;
-	n = plan_of(d, q, w, &next);
-	if (n <= 0) { /* cannot happen: rdma_check_wr ran fc_seg_count */
-		w->nseg = 0;
-		rdma_wr_fail(q, w, 0, FC_WC_GENERAL_ERR, 0);
-		return;
-	}
-	w->nseg = (uint32_t)n;
+	/* rdma_check_wr ran fc_seg_count on the WR when it was posted, and the SQ holds our
+	 * own copy of it */
+	rdma_seg_req_of(d, q, &w->wr, w->rmsn, &r);
+	w->nseg = fc_seg_count_checked(&r, &next);
 	if (w->wr.opcode == FC_RDMA_WR_READ)
 		q->rmsn_rd = next;
 	else
@@ -167,34 +134,33 @@ static int consumes_wqe(uint8_t op)
 	return is_send_op(op) || op == FC_RDMA_WR_WRITE_IMM;
 }
 
-/* Build segment k of w in d->pkt; *len gets its payload (push) or pull length. A push's
- * data is not copied here: its local keys are checked (unless no key has changed since
- * the whole list passed the post check), only the headers are built, and
- * *glen gets the bytes txn will ask for through rdma_on_gather when the packet is encoded
- * (data + pad, one copy from the registered memory into the frame). On a local key
- * failure of the last packet of a consuming message the packet goes out empty with RBTH
- * CE (8.2) so the responder completes its WQE in error; any other failed segment is not
- * sent. Returns the length of what is in d->pkt, 0 (not sent), or -errno. */
+/* Build segment k of w in d->pkt, its transaction (seg.h) in *s; *len gets its payload
+ * (push) or pull length. A push's data is not copied here: its local keys are checked
+ * (unless no key has changed since the whole list passed the post check), only the
+ * headers are built, and *glen gets the bytes txn will ask for through rdma_on_gather
+ * when the packet is encoded (data + pad, one copy from the registered memory into the
+ * frame). On a local key failure of the last packet of a consuming message the packet
+ * goes out empty with RBTH CE (8.2) so the responder completes its WQE in error; any
+ * other failed segment is not sent. Returns the length of what is in d->pkt, 0 (not
+ * sent), or -errno. */
 static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k,
-		     struct fc_rdma_hdrs *scratch, struct fc_rdma_hdrs **hp, uint32_t *len,
-		     uint32_t *glen)
+		     struct fc_seg *s, uint32_t *len, uint32_t *glen)
 {
-	const struct fc_seg *s = NULL;
-	struct fc_rdma_hdrs *h = scratch;
+	struct fc_rdma_hdrs *h = &s->hdr;
+	struct fc_seg_req r;
 	uint32_t hl;
 	int err = 0, n;
 
-	*hp = h;
 	if (rdma_is_atomic_op(w->wr.opcode)) {
+		s->msg_offset = s->len = s->sge = s->sge_offset = 0;
 		atomic_hdrs(q, w, h);
 		*len = 8;
 	} else {
-		if (plan_of(d, q, w, NULL) <= (int)k)
+		rdma_seg_req_of(d, q, &w->wr, w->rmsn, &r);
+		if (fc_seg_at(&r, w->nseg, k, s)) { /* cannot happen: k < nseg */
+			memset(s, 0, sizeof(*s));
 			return -EINVAL;
-		s = &d->plan[k];
-		/* the plan's header itself, not a copy: the plan is the layer's scratch, and the
-		 * fields set below (DQP, SN, DETH) are set again on every build from it */
-		h = *hp = &d->plan[k].hdr;
+		}
 		*len = s->len;
 	}
 	h->dqp = w->dqp;
@@ -215,8 +181,6 @@ static int build_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 		rdma_wr_fail(q, w, k, ef.req_status, 0);
 		if (k + 1 < w->nseg || !consumes_wqe(w->wr.opcode))
 			return 0;
-		*scratch = *h; /* the plan keeps its header as planned */
-		h = *hp = scratch;
 		h->ce = true;
 		*len = 0;
 		h->reth.len = 0;
@@ -246,7 +210,8 @@ static uint32_t resp_len_of(const struct swqe *w, uint32_t len)
 /* Hand segment k of w to txn. Returns ISSUED or BLOCKED (no record, -EAGAIN). */
 static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k)
 {
-	struct fc_rdma_hdrs scratch, *h;
+	struct fc_seg s;
+	const struct fc_rdma_hdrs *h = &s.hdr;
 	struct conn *c = w->c;
 	uint32_t ri, len = 0, glen = 0;
 	struct txrec *r;
@@ -255,7 +220,7 @@ static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 	ri = rec_alloc(d, q);
 	if (ri == NONE)
 		return BLOCKED;
-	n = build_seg(d, q, w, k, &scratch, &h, &len, &glen);
+	n = build_seg(d, q, w, k, &s, &len, &glen);
 	r = &q->rec[ri];
 	r->c = c;
 	conn_ref(c);
@@ -266,10 +231,8 @@ static int issue_seg(struct fc_rdma *d, struct qp *q, struct swqe *w, uint32_t k
 	r->op = h->opcode & 0x1F;
 	r->sink_va = h->steth.va;
 	r->sink_lkey = h->steth.lkey;
-	if (!rdma_is_atomic_op(w->wr.opcode) && k < w->nseg && glen) {
-		r->g_sge = d->plan[k].sge;
-		r->g_off = d->plan[k].sge_offset;
-	}
+	r->g_sge = s.sge;
+	r->g_off = s.sge_offset;
 	pull = r->pull = fc_rdma_opcode_falcon_type(h->opcode) == FC_PKT_PULL_REQ;
 	w->issued++;
 	w->outstanding++;
@@ -339,6 +302,7 @@ static void pump_once(struct fc_rdma *d, struct qp *q)
 {
 	while (q->state == FC_RDMA_QPS_RTS && q->sq_issue != q->sq_tail) {
 		struct swqe *w = sq_at(q, q->sq_issue);
+		uint64_t at = q->sq_issue;
 
 		if (w->state != SW_POSTED && w->state != SW_ACTIVE) {
 			q->sq_issue++;
@@ -350,7 +314,8 @@ static void pump_once(struct fc_rdma *d, struct qp *q)
 			wr_start(d, q, w);
 		if (issue_wr(d, q, w) == BLOCKED)
 			return;
-		if (w->issued == w->nseg)
+		/* unless w completed meanwhile and sq_drain moved the cursor past it */
+		if (q->sq_issue == at && w->issued == w->nseg)
 			q->sq_issue++;
 	}
 }
@@ -455,6 +420,13 @@ static void seg_done(struct fc_rdma *d, struct qp *q, uint32_t ri, uint8_t statu
 		w->outstanding--;
 		if (status != FC_WC_SUCCESS)
 			rdma_wr_fail(q, w, seg, status, vendor);
+		/* a failed WRITE or READ sends nothing more (an IB requester stops at a NAK):
+		 * its completion is an error whatever the rest does, and a 2 GiB one would
+		 * otherwise send all its packets to be refused. A message that consumes a
+		 * receive WQE still sends its last packet: the responder completes the WQE
+		 * on it. */
+		if (w->err_seg >= 0 && !consumes_wqe(w->wr.opcode) && w->nseg > w->issued)
+			w->nseg = w->issued;
 		/* verbs: a segment past the QP's timers fails the WR now; its other segments,
 		 * paced behind a small window, would each take a budget more to time out,
 		 * and their answers, should any come, find no WR (wr_by_seq) */

@@ -515,6 +515,7 @@ static void send_wc(const struct req_ctx *x, struct rwqe *w, uint64_t total)
 	w->wc.opcode = FC_RDMA_WC_RECV;
 	w->wc.byte_len = (uint32_t)total;
 	w->wc.src_qp = x->q->type == FC_RDMA_QPT_UD ? x->h.deth.src_qp : x->q->remote_qpn;
+	w->wc.src_id = x->q->type == FC_RDMA_QPT_UD ? x->c->src_id : 0; /* who to answer */
 	if (op == FC_RDMA_SEND_LAST_IMM || op == FC_RDMA_SEND_ONLY_IMM) {
 		w->wc.flags |= FC_RDMA_WC_F_IMM;
 		w->wc.imm_data = x->h.imm;
@@ -617,8 +618,29 @@ static void t_ud_send(const struct req_ctx *x)
 	ans_accept(x);
 }
 
-/* A WRITE packet (8.3.1: RETH per packet). A WRITE with Immediate also takes a
- * receive WQE after every packet of the message passed its R_Key check. */
+static int write_head(uint8_t op)
+{
+	return op == FC_RDMA_WRITE_FIRST || op == FC_RDMA_WRITE_ONLY ||
+	       op == FC_RDMA_WRITE_ONLY_IMM;
+}
+
+static int write_last(uint8_t op)
+{
+	return op == FC_RDMA_WRITE_LAST || op == FC_RDMA_WRITE_LAST_IMM ||
+	       op == FC_RDMA_WRITE_ONLY || op == FC_RDMA_WRITE_ONLY_IMM;
+}
+
+/* A WRITE packet. Its RETH (8.3.1, one in every packet for out-of-order placement, 6.7)
+ * names the rest of the message from the packet's first byte (seg.h): the whole range is
+ * checked before a byte is placed. The FIRST packet's covers the whole message, as an
+ * InfiniBand responder checks the FIRST's RETH, so a WRITE that runs past its region
+ * places nothing, whatever order its packets come in (each one's range runs to the bad
+ * end). On an ordered connection a message's packets come in order, and once one failed
+ * the rest are refused unplaced (a WRITE that starts before its region and ends inside).
+ * On an unordered connection a packet that overtakes its FIRST knows only its own range
+ * onwards: the part of such a WRITE inside the region may be placed (6.7's out-of-order
+ * placement). A WRITE with Immediate also takes a receive WQE after every packet of the
+ * message passed its R_Key check. */
 static void t_write(const struct req_ctx *x)
 {
 	struct qp *q = x->q;
@@ -629,7 +651,7 @@ static void t_write(const struct req_ctx *x)
 	struct fc_mr_loc dst = { 0 };
 	struct rwqe *w = NULL;
 
-	if (op == FC_RDMA_WRITE_FIRST || op == FC_RDMA_WRITE_ONLY || op == FC_RDMA_WRITE_ONLY_IMM) {
+	if (write_head(op)) {
 		q->w_bytes = 0;
 		q->w_err = 0;
 	}
@@ -639,7 +661,8 @@ static void t_write(const struct req_ctx *x)
 		ans_accept(x);
 		return;
 	}
-	if (h->reth.len != len) { /* 6.7: a packet's RETH describes that packet */
+	if (h->reth.len < len || (write_last(op) && h->reth.len != len)) {
+		/* a RETH that does not cover its own packet to the message's end (seg.h) */
 		if (!q->w_err)
 			q->w_err = -FC_RDMA_EBOUNDS;
 		if (imm)
@@ -648,16 +671,16 @@ static void t_write(const struct req_ctx *x)
 		return;
 	}
 	if (len) /* IB C9-88: a zero-length WRITE checks no R_Key */
-		err = fc_mr_check_remote_loc(x->d->mrs, x->pd, h->reth.rkey, h->reth.va, len,
-					     FC_MR_REMOTE_WRITE, &dst);
+		err = fc_mr_check_remote_loc(x->d->mrs, x->pd, h->reth.rkey, h->reth.va,
+					     h->reth.len, FC_MR_REMOTE_WRITE, &dst);
+	if (!err && q->w_err && !write_head(op) && (imm || x->c->ordered))
+		err = q->w_err; /* an earlier packet of this message failed */
 	/* placed as it arrives (6.7); a WRITE with Immediate into our own memory after its
 	 * receive WQE is bound (an RNR places nothing), into memory reached by copy before,
 	 * where a failure can still be answered as an R_Key error (an RNR'd packet is then
 	 * placed again, the same bytes, when it is retried) */
-	if (!err && len && (!imm || (dst.ops && !q->w_err)))
+	if (!err && len && (!imm || dst.ops))
 		err = fc_mr_write(&dst, 0, h->payload, len);
-	if (!err && imm && q->w_err)
-		err = q->w_err; /* an earlier packet of this message failed */
 	if (err) {
 		if (!q->w_err)
 			q->w_err = err;

@@ -6,8 +6,9 @@
  * Everything in a ring is input from another process. At attach the header is checked
  * once (fc_ring_check) and its size kept here; afterwards the engine reads only the other
  * side's index (acquire) and the entries, and writes only its own index (release), which
- * it keeps in its own memory too, so a peer scribbling on the header changes nothing but
- * what it may: its own index. A producer index more than a ring ahead stops the engine
+ * it keeps in its own memory too, and, on a CQ ring that overflows, the producer's status
+ * word (rdma_queue.c), so a peer scribbling on the header changes nothing but what it
+ * may: its own index. A producer index more than a ring ahead stops the engine
  * from reading that QP's rings and takes the QP to the error state. Each WR is read from
  * its slot once, into the engine's own copy (a peer may rewrite the slot at any time:
  * what is validated must be what is used), and then goes through the same checks as
@@ -73,7 +74,7 @@ int rdma_cq_ring_push(struct fc_rdma *d, struct cq *cq, const struct fc_rdma_wc 
 		.wr_id = wc->wr_id, .status = wc->status, .opcode = wc->opcode,
 		.flags = wc->flags, .byte_len = wc->byte_len, .imm_data = wc->imm_data,
 		.invalidated_rkey = wc->invalidated_rkey, .qp_num = wc->qp_num,
-		.src_qp = wc->src_qp, .vendor_err = wc->vendor_err,
+		.src_qp = wc->src_qp, .vendor_err = wc->vendor_err, .src_id = wc->src_id,
 	};
 	store_idx(&h->prod, ++cq->uprod);
 	return 0;
@@ -106,8 +107,10 @@ int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq
 	return 0;
 }
 
-/* A WR of the ring the post checks refused: it completes in error, in SQ order. */
-static void sq_fail_wr(struct fc_rdma *d, struct qp *q, uint64_t wr_id, uint8_t opcode)
+/* A WR of the ring the post checks refused with err: it completes in error, in SQ order:
+ * LOC_LEN_ERR for a message above the limit (-EMSGSIZE, as verbs), else LOC_QP_OP_ERR. */
+static void sq_fail_wr(struct fc_rdma *d, struct qp *q, uint64_t wr_id, uint8_t opcode,
+		       int err)
 {
 	struct swqe *w = sq_at(q, q->sq_tail);
 
@@ -126,7 +129,7 @@ static void sq_fail_wr(struct fc_rdma *d, struct qp *q, uint64_t wr_id, uint8_t 
 	w->state = SW_POSTED;
 	d->cnt.ring_bad_wr++;
 	rdma_wr_fail(q, w, 0, q->state == FC_RDMA_QPS_ERR ? FC_WC_WR_FLUSH_ERR :
-			      FC_WC_LOC_QP_OP_ERR, 0);
+			      err == -EMSGSIZE ? FC_WC_LOC_LEN_ERR : FC_WC_LOC_QP_OP_ERR, 0);
 	rdma_wr_finish(d, q, w);
 }
 
@@ -186,7 +189,7 @@ static int take_sq(struct fc_rdma *d, uint32_t qpn, struct qp *q, uint64_t now_n
 		if (rc == -EAGAIN)
 			break; /* cannot happen: room was checked */
 		if (rc)
-			sq_fail_wr(d, q, wr.wr_id, wr.opcode);
+			sq_fail_wr(d, q, wr.wr_id, wr.opcode, rc);
 		store_idx(&h->cons, ++q->usq_cons);
 		if (!qp_get(d, qpn) || q->ubroken)
 			break;

@@ -120,17 +120,18 @@ static void sgl_seek(const struct fc_seg_req *req, uint64_t off, uint32_t *sge,
 	}
 }
 
-/* The ETH fields of the push at message offset off (SEND or WRITE), spec 8.3; last:
- * it is the LAST or ONLY push. UD sends carry neither SETH nor OETH. */
+/* The ETH fields of the push at message offset off (SEND or WRITE) of a message of
+ * total bytes, spec 8.3; last: it is the LAST or ONLY push. UD sends carry neither SETH
+ * nor OETH. */
 static void push_fields(const struct fc_seg_req *req, bool last, uint32_t off,
-			uint32_t len, struct fc_rdma_hdrs *h)
+			uint64_t total, struct fc_rdma_hdrs *h)
 {
 	bool send = is_send(req->op), ud = req->cls == FC_RDMA_CLASS_UD;
 
-	if (!send) { /* RETH of this push alone: see seg.h */
+	if (!send) { /* RETH from this push to the message's end: see seg.h */
 		h->reth.va = req->remote_va + off;
 		h->reth.rkey = req->rkey;
-		h->reth.len = len;
+		h->reth.len = (uint32_t)(total - off);
 	}
 	if ((send && !ud) || (last && req->op == FC_SEG_WRITE_IMM))
 		h->rmsn = req->rmsn; /* SETH 8.3.2 */
@@ -162,26 +163,21 @@ static uint8_t push_opcode(const struct fc_seg_req *req, uint64_t k, uint64_t n)
 	return FC_RDMA_OPCODE(req->cls, op);
 }
 
-/* SEND / WRITE: n MTU-sized pushes (spec 6.7). */
-static void plan_push(const struct fc_seg_req *req, uint64_t total, uint64_t n,
-		      struct fc_seg *out)
+/* SEND / WRITE: push k of n MTU-sized pushes (spec 6.7) of a message of total bytes. */
+static void push_at(const struct fc_seg_req *req, uint64_t total, uint64_t n, uint64_t k,
+		    struct fc_seg *s)
 {
-	uint64_t k, off, sge_start = 0;
+	uint64_t off = k * req->mtu_bytes, sge_start = 0;
 	uint32_t sge = 0;
 
-	for (k = 0; k < n; k++) {
-		struct fc_seg *s = &out[k];
-
-		off = k * req->mtu_bytes;
-		base_hdr(req, &s->hdr);
-		s->msg_offset = (uint32_t)off;
-		s->len = (uint32_t)(total - off < req->mtu_bytes ? total - off : req->mtu_bytes);
-		s->hdr.opcode = push_opcode(req, k, n);
-		push_fields(req, k == n - 1, s->msg_offset, s->len, &s->hdr);
-		sgl_seek(req, off, &sge, &sge_start);
-		s->sge = sge < req->num_sge ? sge : 0;
-		s->sge_offset = sge < req->num_sge ? (uint32_t)(off - sge_start) : 0;
-	}
+	base_hdr(req, &s->hdr);
+	s->msg_offset = (uint32_t)off;
+	s->len = (uint32_t)(total - off < req->mtu_bytes ? total - off : req->mtu_bytes);
+	s->hdr.opcode = push_opcode(req, k, n);
+	push_fields(req, k == n - 1, s->msg_offset, total, &s->hdr);
+	sgl_seek(req, off, &sge, &sge_start); /* bounded: num_sge <= FC_SEG_SGE_MAX */
+	s->sge = sge < req->num_sge ? sge : 0;
+	s->sge_offset = sge < req->num_sge ? (uint32_t)(off - sge_start) : 0;
 }
 
 /* One READ Request (spec 6.7, 8.1.3: RETH, SETH, STETH). */
@@ -204,47 +200,51 @@ static void read_pull(const struct fc_seg_req *req, uint32_t pull, uint32_t msg_
 	s->sge_offset = sge_off;
 }
 
-/* READ: each fragment cut into MTU-sized pulls; returns the number of pulls. */
-static uint32_t plan_read(const struct fc_seg_req *req, struct fc_seg *out)
+/* READ: pull k, each fragment cut into MTU-sized pulls from its first byte. Returns 0,
+ * or -ERANGE when the op has no pull k. */
+static int pull_at(const struct fc_seg_req *req, uint64_t k, struct fc_seg *s)
 {
-	uint32_t i, n = 0, msg_off = 0, off, len;
+	uint64_t before = 0, msg_off = 0, pulls;
+	uint32_t i, off;
 
-	for (i = 0; i < req->num_sge; i++) {
-		for (off = 0; off < req->sgl[i].len; off += len) {
-			len = req->sgl[i].len - off;
-			if (len > req->mtu_bytes)
-				len = req->mtu_bytes;
-			read_pull(req, n, msg_off + off, i, off, len, &out[n]);
-			n++;
+	for (i = 0; i < req->num_sge; i++) { /* bounded: num_sge <= FC_SEG_SGE_MAX */
+		pulls = div_up(req->sgl[i].len, req->mtu_bytes);
+		if (k < before + pulls) {
+			off = (uint32_t)((k - before) * req->mtu_bytes);
+			read_pull(req, (uint32_t)k, (uint32_t)(msg_off + off), i, off,
+				  req->sgl[i].len - off < req->mtu_bytes ?
+					  req->sgl[i].len - off : req->mtu_bytes, s);
+			return 0;
 		}
+		before += pulls;
 		msg_off += req->sgl[i].len;
 	}
-	if (!n) { /* zero-length READ: one pull, STETH of the first fragment if any */
-		read_pull(req, 0, 0, 0, 0, 0, &out[0]);
-		n = 1;
-	}
-	return n;
+	if (k || before) /* zero-length READ: one pull, STETH of the first fragment if any */
+		return -ERANGE;
+	read_pull(req, 0, 0, 0, 0, 0, s);
+	return 0;
 }
 
-/* The plan of req, which passed check_req with total and has n transactions. */
-static int plan_counted(const struct fc_seg_req *req, uint64_t total, uint64_t n,
-			struct fc_seg *out, size_t cap, uint32_t *rmsn_next)
+/* The RMSN counter after req (8.3.2), which has n transactions. */
+static uint32_t rmsn_after(const struct fc_seg_req *req, uint64_t n)
 {
-	uint32_t rmsn = req->rmsn;
+	if (req->op == FC_SEG_READ)
+		return req->rmsn + (uint32_t)n;
+	if (req->cls != FC_RDMA_CLASS_UD && (is_send(req->op) || req->op == FC_SEG_WRITE_IMM))
+		return req->rmsn + 1;
+	return req->rmsn;
+}
 
-	if (n > cap || n > INT_MAX)
-		return -E2BIG;
-	if (req->op == FC_SEG_READ) {
-		rmsn += plan_read(req, out);
-	} else {
-		plan_push(req, total, n, out);
-		if (req->cls != FC_RDMA_CLASS_UD &&
-		    (is_send(req->op) || req->op == FC_SEG_WRITE_IMM))
-			rmsn++;
-	}
-	if (rmsn_next)
-		*rmsn_next = rmsn;
-	return (int)n;
+/* Transaction k of req (checked, total bytes, n transactions). */
+static int seg_at(const struct fc_seg_req *req, uint64_t total, uint64_t n, uint64_t k,
+		  struct fc_seg *out)
+{
+	if (k >= n)
+		return -ERANGE;
+	if (req->op == FC_SEG_READ)
+		return pull_at(req, k, out);
+	push_at(req, total, n, k, out);
+	return 0;
 }
 
 int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
@@ -259,13 +259,25 @@ int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 	n = count_of(req, total);
 	if (n < 0)
 		return (int)n;
-	return plan_counted(req, total, (uint64_t)n, out, cap, rmsn_next);
+	if ((uint64_t)n > cap || n > INT_MAX)
+		return -E2BIG;
+	for (int64_t k = 0; k < n; k++) /* bounded: cap */
+		seg_at(req, total, (uint64_t)n, (uint64_t)k, &out[k]);
+	if (rmsn_next)
+		*rmsn_next = rmsn_after(req, (uint64_t)n);
+	return (int)n;
 }
 
-int fc_seg_plan_checked(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
-			uint32_t *rmsn_next)
+uint32_t fc_seg_count_checked(const struct fc_seg_req *req, uint32_t *rmsn_next)
 {
-	uint64_t total = sgl_total(req);
+	uint64_t n = count_checked(req, sgl_total(req));
 
-	return plan_counted(req, total, count_checked(req, total), out, cap, rmsn_next);
+	if (rmsn_next)
+		*rmsn_next = rmsn_after(req, n);
+	return (uint32_t)n;
+}
+
+int fc_seg_at(const struct fc_seg_req *req, uint32_t n, uint32_t k, struct fc_seg *out)
+{
+	return seg_at(req, sgl_total(req), n, k, out);
 }

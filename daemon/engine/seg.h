@@ -12,13 +12,17 @@
  *         send/write counter, advanced by 1 after the message) and OETH = the byte offset
  *         of its first byte in the message (8.3.3).
  *   WRITE MTU-sized pushes as SEND, WRITE opcodes. Every push carries a RETH (6.7: for
- *         out-of-order placement) that describes that push alone: VA = the op's remote
- *         VA + the push's offset, R_Key, length = the push's payload length. (InfiniBand
- *         puts one RETH with the whole DMA length in the FIRST packet; with a RETH per
- *         push, the segment's own length lets the target check exactly the bytes it
- *         places, whatever the arrival order, and the ONLY case is wire_rdma's rule
- *         "RETH length == payload length".) WRITE with Immediate: ImmDt and SETH (the
- *         message's RMSN, which then advances by 1) on the LAST / ONLY push.
+ *         out-of-order placement) that describes the rest of the message from that push
+ *         on: VA = the op's remote VA + the push's offset, R_Key, length = the bytes from
+ *         the push's first byte to the message's end (8.3.1: "the length of the RDMA
+ *         Write operation"). The FIRST push's RETH is thus InfiniBand's, VA and whole DMA
+ *         length, so the target checks the whole range before it places a byte, as an
+ *         InfiniBand responder does; every later push's RETH covers its own bytes and
+ *         everything after, so a range that runs past the region's end is refused on
+ *         every packet, whatever the arrival order. The push's own length is its
+ *         payload's; on the LAST and ONLY push the two agree (wire_rdma's rule for
+ *         ONLY). WRITE with Immediate: ImmDt and SETH (the message's RMSN, which then
+ *         advances by 1) on the LAST / ONLY push.
  *   READ  Pulls cut on the MTU and on the boundaries of the local scatter list (6.7: a
  *         pull never crosses a fragment): each fragment, from its first byte, is cut into
  *         MTU-sized pulls and a shorter rest; zero-length fragments give no pull. Every
@@ -107,12 +111,17 @@ int fc_seg_plan(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
 		uint32_t *rmsn_next);
 
 /*
- * fc_seg_plan of a request that fc_seg_count accepted as it is (the same op, class,
- * list and MTU; the RMSN may differ): its checks are not made a second time. For a
- * caller that checks a request when it takes it and plans it later from its own copy
- * (the RDMA requester: at post, then when the WR starts). Errors: -E2BIG only.
+ * For a caller that builds an op's transactions one at a time, as they go (the RDMA
+ * requester: nothing it keeps of a work request grows with the message, up to
+ * FC_SEG_MSG_MAX bytes). Both take a request that fc_seg_count accepted as it is (the
+ * same op, class, list and MTU; the RMSN may differ) and make none of its checks again.
+ *
+ * fc_seg_count_checked: its number of transactions n (<= 2^31), and in *rmsn_next (may
+ * be NULL) the RMSN counter after it, as fc_seg_plan.
+ * fc_seg_at: transaction k of those n into *out, exactly fc_seg_plan's out[k]. O(num_sge)
+ * (<= FC_SEG_SGE_MAX), no state between calls. Returns 0, or -ERANGE when k >= n.
  */
-int fc_seg_plan_checked(const struct fc_seg_req *req, struct fc_seg *out, size_t cap,
-			uint32_t *rmsn_next);
+uint32_t fc_seg_count_checked(const struct fc_seg_req *req, uint32_t *rmsn_next);
+int fc_seg_at(const struct fc_seg_req *req, uint32_t n, uint32_t k, struct fc_seg *out);
 
 #endif

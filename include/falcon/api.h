@@ -12,10 +12,26 @@
  * echoes the request's); CONNECT and ACCEPT reply when the connection is set up or has
  * failed, which may take seconds.
  *
+ * Error replies (status < 0) may carry a body: a sentence saying why, naming what it
+ * concerns (the peer daemon that refused a connection and its reason, e.g.
+ * "192.0.2.7:7471 refused: our key is not on its allow-list"), printable ASCII,
+ * NUL-terminated, at most FC_API_WHY_MAX bytes with the NUL. Clients hand it to the
+ * program (falcon_error_detail) or ignore it; a client that checks an error reply's size
+ * is wrong to. CONNECT, ACCEPT, CREATE_AH and CREATE_AH_SRC errors have one.
+ *
  * Everything a client sends is input to the daemon: a message of the wrong size, an
  * unknown type or version, a handle that is not the client's own gets an error reply
  * (status = -errno) or, for a broken header, the client's disconnection. Handles are per
  * client: numbers in the client's own object table, meaningless for any other client.
+ *
+ * Asynchronous events (falcon_get_async_event) travel apart from the replies, on an event
+ * socket: the HELLO reply carries the client's end of a SOCK_SEQPACKET socket pair whose
+ * other end the daemon keeps (its reading side shut). Each message on it is a struct
+ * fc_api_hdr of type FC_API_EVENT (seq 0, status 0) and 1 .. FC_API_EVENTS_MAX struct
+ * fc_api_event. The daemon never blocks on it: events it cannot send yet wait, one per
+ * object and kind (an object's repeated events of a kind are sent once), until the
+ * socket drains. When the daemon goes (stopped or killed), both its sockets hang up: the
+ * client reads the end of the stream there (the library reports DEVICE_FATAL).
  */
 #ifndef FALCON_API_H
 #define FALCON_API_H
@@ -27,14 +43,19 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define FC_API_VERSION 4u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC;
-				 * 4: verbs' QP timers (timeout, retry_cnt) */
+#define FC_API_VERSION 5u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC;
+				 * 4: verbs' QP timers (timeout, retry_cnt); 5: the event
+				 * socket in HELLO's reply, QUERY_DEVICE, the ring's status
+				 * word, the client's arena (issue 21) */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
+#define FC_API_EVENT 0x100u    /* the type of the event socket's messages (no request) */
+#define FC_API_WHY_MAX 200u    /* an error reply's sentence, its NUL included */
 
 enum fc_api_type {
-	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd; reply fd: the client's
-				* arena (FC_API_HELLO_ARENA asked and granted) */
+	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd; reply fds: its end of
+				  the event socket first (always), then its arena
+				  (FC_API_HELLO_ARENA asked and granted) */
 	FC_API_ALLOC_PD,
 	FC_API_DEALLOC_PD,
 	FC_API_REG_MR,         /* fd: the memfd of the buffer (none: the client's memory) */
@@ -55,6 +76,8 @@ enum fc_api_type {
 	FC_API_DESTROY_AH,
 	FC_API_OPEN_XRCD,
 	FC_API_CLOSE_XRCD,
+	FC_API_QUERY_DEVICE,   /* the daemon's limits (struct fc_api_device_rep) */
+	FC_API_CREATE_AH_SRC,  /* as CREATE_AH, the peer named by a UD completion */
 	FC_API_TYPE_END
 };
 
@@ -74,12 +97,33 @@ struct fc_api_hello {
 	uint32_t client_version; /* FC_API_VERSION */
 	uint32_t flags;          /* FC_API_HELLO_*; a daemon ignores those it does not know */
 };
-/* The client maps an arena (falcon/queue.h): the reply carries its memfd, and the QPs it
- * creates have their rings there (struct fc_api_qp_rep.arena_unit). A daemon that does
- * not send the memfd has none: every QP's rings come in a memfd of their own. */
+/* The client maps an arena (falcon/queue.h): the reply carries its memfd as its second
+ * descriptor (after the event socket), and the QPs it creates have their rings there
+ * (struct fc_api_qp_rep.arena_unit). A daemon that does not send the memfd has none:
+ * every QP's rings come in a memfd of their own. */
 #define FC_API_HELLO_ARENA 0x1u
 struct fc_api_hello_rep {
 	uint32_t max_sge, max_ring_entries, max_msg_bytes, mtu_bytes;
+};
+
+/* QUERY_DEVICE (no body): every limit of the daemon as its configuration and tables set
+ * them (falcon_query_device). A daemon that predates it answers -EINVAL. */
+struct fc_api_device_rep {
+	uint64_t max_msg_bytes;    /* bytes per SEND / WRITE / READ work request */
+	uint64_t max_mr_bytes;     /* bytes one REG_MR may cover */
+	uint32_t mtu_bytes;        /* RDMA payload per packet (a UD SEND's bound) */
+	uint32_t max_qps, max_conns, max_cqs, max_cqes, max_mrs, max_pds, max_srqs, max_ahs;
+	uint32_t max_send_wrs, max_recv_wrs, max_srq_wrs; /* ring entries */
+	uint32_t max_send_sge, max_recv_sge, max_srq_sge;
+	uint32_t max_inflight;     /* transactions in flight per QP */
+	uint32_t max_objs;         /* objects per client (all kinds together) */
+	uint32_t max_clients;      /* client processes */
+	uint32_t atomic_cap;       /* enum falcon_atomic_cap */
+	uint32_t atomic_bytes;     /* an atomic's operand */
+	uint32_t flags;            /* FALCON_DEVICE_* */
+	uint32_t max_client_qps;   /* QPs per client (its quota) */
+	uint32_t max_client_mrs;   /* memory regions per client (its quota) */
+	uint32_t pad;
 };
 
 /* PD, MR and CQ handles, listener and QP handles: client-local numbers. */
@@ -186,6 +230,16 @@ struct fc_api_create_ah {
 	uint8_t pad[3];
 	uint8_t addr[28];
 };
+/* CREATE_AH_SRC: an address handle in pd for the daemon that sent a UD datagram, named
+ * as its completion names it (struct fc_ring_cqe.src_id: the receiving daemon's number
+ * for the sending one); the reply is CREATE_AH's. -ENOENT: no such sender (0, or a
+ * number this daemon never gave). */
+struct fc_api_create_ah_src {
+	uint32_t pd;
+	int32_t timeout_ms;    /* < 0: the daemon's bound */
+	uint32_t src_id;
+	uint32_t pad;
+};
 struct fc_api_create_ah_rep {
 	uint32_t handle;
 	uint32_t ahn;          /* what a UD work request names (struct fc_ring_send_wr.ah) */
@@ -217,7 +271,21 @@ struct fc_api_qp_rep {
 	uint64_t rings_bytes, rq_offset;
 };
 
+/* One asynchronous event (event socket). type: enum falcon_event_type; handle: the
+ * client's handle of the object (a CQ for CQ_ERR, a QP for the QP events); num: the QP's
+ * number, or the daemon's number of the CQ. */
+struct fc_api_event {
+	uint16_t type;
+	uint16_t pad;
+	uint32_t handle;
+	uint32_t num;
+	uint32_t pad2;
+};
+#define FC_API_EVENTS_MAX \
+	((FC_API_MSG_MAX - sizeof(struct fc_api_hdr)) / sizeof(struct fc_api_event))
+
 _Static_assert(sizeof(struct fc_api_hdr) == 24, "api header");
+_Static_assert(sizeof(struct fc_api_event) == 16, "event");
 _Static_assert(sizeof(struct fc_api_reg_mr) == 32, "reg_mr");
 _Static_assert(sizeof(struct fc_api_qp_attr) == 56, "qp attr");
 _Static_assert(sizeof(struct fc_api_connect) == 92, "connect");
@@ -226,8 +294,10 @@ _Static_assert(sizeof(struct fc_api_create_srq) == 24, "create_srq");
 _Static_assert(sizeof(struct fc_api_modify_qp) == 48, "modify_qp");
 _Static_assert(sizeof(struct fc_api_query_qp_rep) == 16, "query_qp reply");
 _Static_assert(sizeof(struct fc_api_create_ah) == 40, "create_ah");
+_Static_assert(sizeof(struct fc_api_create_ah_src) == 16, "create_ah_src");
 _Static_assert(sizeof(struct fc_api_create_srq_rep) == 16, "create_srq reply");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
+_Static_assert(sizeof(struct fc_api_device_rep) == 112, "device reply");
 
 /* Body size of a request of type t (0 for an unknown type). */
 static inline uint32_t fc_api_req_body(uint16_t t)
@@ -245,9 +315,11 @@ static inline uint32_t fc_api_req_body(uint16_t t)
 	case FC_API_DESTROY_AH:
 	case FC_API_CLOSE_XRCD: return sizeof(struct fc_api_handle);
 	case FC_API_OPEN_XRCD: return 0;
+	case FC_API_QUERY_DEVICE: return 0;
 	case FC_API_CREATE_QP: return sizeof(struct fc_api_qp_attr);
 	case FC_API_MODIFY_QP: return sizeof(struct fc_api_modify_qp);
 	case FC_API_CREATE_AH: return sizeof(struct fc_api_create_ah);
+	case FC_API_CREATE_AH_SRC: return sizeof(struct fc_api_create_ah_src);
 	case FC_API_CREATE_SRQ: return sizeof(struct fc_api_create_srq);
 	case FC_API_REG_MR: return sizeof(struct fc_api_reg_mr);
 	case FC_API_CREATE_CQ: return sizeof(struct fc_api_create_cq);
@@ -273,6 +345,22 @@ static inline int fc_api_msg_check(const void *msg, unsigned long n)
 	    n - sizeof(*h) != fc_api_req_body(h->type))
 		return -EINVAL;
 	return 0;
+}
+
+/* Check a message of n bytes read from the event socket: the number of events it holds
+ * (1 .. FC_API_EVENTS_MAX), or -EPROTO. */
+static inline int fc_api_event_check(const void *msg, unsigned long n)
+{
+	const struct fc_api_hdr *h = (const struct fc_api_hdr *)msg;
+	unsigned long k;
+
+	if (!msg || n < sizeof(*h) || n > FC_API_MSG_MAX || h->hdr_size != sizeof(*h) ||
+	    h->version != FC_API_VERSION || h->len != n || h->type != FC_API_EVENT)
+		return -EPROTO;
+	k = (n - sizeof(*h)) / sizeof(struct fc_api_event);
+	if (!k || (n - sizeof(*h)) % sizeof(struct fc_api_event))
+		return -EPROTO;
+	return (int)k;
 }
 
 /* Send one message of len bytes on sock with nfds (<= FC_API_FDS_MAX) descriptors as

@@ -22,7 +22,9 @@
  *   falcon_post_send(qp, &wr, &bad);  ...  falcon_poll_cq(cq, n, wc);
  *
  * Errors: functions returning int return 0 or a negative errno and set errno to its
- * absolute value; constructors return NULL and set errno. falcon_strerror names them.
+ * absolute value; constructors return NULL and set errno. falcon_strerror names them;
+ * falcon_error_detail says what the last failure of the thread concerned (the socket
+ * path, the peer daemon and its reason).
  * Completion statuses and opcodes are numbered as ibverbs' (enum ibv_wc_status,
  * ibv_wc_opcode), so verbs code maps one to one.
  *
@@ -33,7 +35,13 @@
  *
  * Threads: a context's control calls are serialized by the library; a QP's post calls
  * and a CQ's poll calls need the caller's own serialization (one thread per QP / CQ),
- * as in most verbs providers.
+ * as in most verbs providers. falcon_get_async_event may be called from any thread.
+ *
+ * When falcond goes (stopped or killed), nothing more completes: calls on the socket
+ * return -ENOTCONN, falcon_wait_cq too, falcon_get_async_event reports
+ * FALCON_EVENT_DEVICE_FATAL, and the post calls return -ENOTCONN from at most
+ * FALCON_DAEMON_CHECK_MS after that (see falcon_post_send). Close the context; open a
+ * new one once the daemon is back.
  */
 #ifndef FALCON_FALCON_H
 #define FALCON_FALCON_H
@@ -74,11 +82,69 @@ struct falcon_qp {
 /* ---- context ---- */
 
 /* Connect to falcond's API socket at socket_path (NULL: $FALCON_SOCKET, else
- * FALCON_SOCKET_DEFAULT). NULL and errno: ENOENT / ECONNREFUSED (no daemon there),
- * EPROTO (a daemon of another protocol version), ENOMEM. */
+ * FALCON_SOCKET_DEFAULT). NULL and errno: ENOENT (no socket there) / ECONNREFUSED (a stale
+ * socket: no daemon), EACCES, ENAMETOOLONG, EPROTO (a daemon of another protocol
+ * version), ENOTCONN (the daemon hung up: too many clients), ENOMEM; falcon_error_detail
+ * names the path tried and where it came from, e.g. "falcond socket /run/falcon/
+ * falcond.sock (the default): no such socket (is falcond running? ...)". */
 struct falcon_context *falcon_open(const char *socket_path);
 /* Close everything the context holds (QPs, CQs, MRs, PDs, buffers) and the context. */
 int falcon_close(struct falcon_context *ctx);
+
+enum falcon_atomic_cap { /* = enum ibv_atomic_cap */
+	FALCON_ATOMIC_NONE = 0,
+	FALCON_ATOMIC_HCA = 1,     /* atomic with respect to every other RDMA atomic the
+				      daemon runs, not to the CPU's own atomics */
+	FALCON_ATOMIC_GLOB = 2,
+};
+
+#define FALCON_DEVICE_MASKED_ATOMICS 0x1u /* masked CmpSwap / FetchAdd (RFC 7306) */
+#define FALCON_DEVICE_SEND_WITH_INV 0x2u  /* SEND with Invalidate, remote invalidation */
+#define FALCON_DEVICE_XRC 0x4u            /* XRC QPs and domains */
+#define FALCON_DEVICE_SRQ 0x8u            /* shared receive queues */
+
+/* What the daemon holds, as its configuration sets it: verbs' ibv_query_device and
+ * ibv_query_port in one. Counts of objects (max_qp ... max_ah) are the daemon's whole
+ * tables, shared by all its clients; a context may also hold at most max_objects objects
+ * of all kinds together, max_client_qp QPs and max_client_mr memory regions (EDQUOT).
+ * Fields added later go at the end: the library writes only the first size bytes, and
+ * zeroes what a daemon too old to report leaves unknown. */
+struct falcon_device_attr {
+	size_t size;               /* sizeof(struct falcon_device_attr), set by the caller */
+	uint64_t max_msg_size;     /* bytes per SEND, WRITE (with immediate) or READ work
+				      request: the sum of its SGE lengths (2^31 unless the
+				      daemon was told less). UD SENDs: at most mtu */
+	uint64_t max_mr_size;      /* bytes one falcon_reg_mr may cover */
+	uint32_t mtu;              /* RDMA payload bytes per packet (--mtu) */
+	uint32_t max_qp;           /* QPs of all types */
+	uint32_t max_conn;         /* Falcon connections between daemons: one per connected
+				      RC / XRC QP pair, one per peer daemon of address handles */
+	uint32_t max_cq;
+	uint32_t max_cqe;          /* completions one CQ holds (falcon_create_cq's cqe) */
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_srq;
+	uint32_t max_ah;
+	uint32_t max_send_wr;      /* send ring entries per QP (max_send_wr of the attr) */
+	uint32_t max_recv_wr;      /* receive ring entries per QP */
+	uint32_t max_srq_wr;       /* receive WRs per SRQ */
+	uint32_t max_send_sge;     /* SGEs per send WR */
+	uint32_t max_recv_sge;     /* SGEs per receive WR */
+	uint32_t max_srq_sge;
+	uint32_t max_inflight;     /* transactions in flight per QP (qp_init_attr's) */
+	uint32_t max_objects;      /* objects one context may hold, every kind counted */
+	uint32_t max_clients;      /* client processes (contexts) of the daemon */
+	uint32_t atomic_cap;       /* enum falcon_atomic_cap */
+	uint32_t atomic_size;      /* bytes of an atomic's operand and result (8) */
+	uint32_t flags;            /* FALCON_DEVICE_* */
+	uint32_t max_client_qp;    /* QPs one context may hold (falcond --client-max-qps) */
+	uint32_t max_client_mr;    /* memory regions one context may hold (--client-max-mrs) */
+};
+
+/* Fill attr (attr->size set by the caller; at most that many bytes written) with the
+ * limits of the daemon ctx talks to. 0, or -EINVAL (NULL, size smaller than the size
+ * field), -EOPNOTSUPP (a daemon that predates the request), -ENOTCONN (daemon gone). */
+int falcon_query_device(struct falcon_context *ctx, struct falcon_device_attr *attr);
 
 /* ---- protection domains and memory ---- */
 
@@ -164,11 +230,29 @@ struct falcon_wc {
 	uint32_t qp_num;
 	uint32_t src_qp;
 	uint32_t vendor_err;       /* Falcon completion code | IB NAK code << 8 */
+	uint32_t src_id;           /* UD receives: the daemon that sent it, as falcond
+				      numbers the daemons it talks to (0: not known; not UD):
+				      falcon_create_ah_from_wc takes it. The same number for
+				      every QP and process of this host while falcond runs.
+				      (In what was struct falcon_wc's tail padding: the size
+				      is 48 bytes as before.) */
 };
 
-/* Up to n completions, oldest first: their number (0: none), or -EOVERFLOW (the CQ
- * overflowed: completions were lost and its QPs are in error), -EPROTO (the daemon broke
- * the ring). Never blocks, never makes a system call. */
+/* Up to n completions, oldest first: their number (0: none), or -EOVERFLOW, -EPROTO (the
+ * daemon broke the ring). Never blocks, never makes a system call.
+ *
+ * -EOVERFLOW: the CQ overflowed (a completion came while it held as many as it has room
+ * for), as verbs' CQ error. The completions it held are returned first; once they are
+ * read every call returns -EOVERFLOW, for good. The completion that did not fit and every
+ * later one for this CQ are lost: none can be delivered into it any more. At the
+ * overflow each QP whose send or receive CQ it is went to the error state and its
+ * outstanding work requests were flushed (FALCON_WC_WR_FLUSH_ERR): those of its other
+ * CQ (a receive CQ when this one is its send CQ, or the reverse) complete there if that
+ * CQ is healthy; those of this CQ are among the lost. falcon_get_async_event reports
+ * FALCON_EVENT_CQ_ERR for the CQ, then FALCON_EVENT_QP_FATAL for each QP. The CQ takes
+ * no new QP (falcon_create_qp, falcon_connect, falcon_accept: EIO) and none of its QPs
+ * leaves RESET again (falcon_modify_qp: -EIO): destroy the QPs, then the CQ. Size a CQ
+ * for every work request that may be outstanding on the QPs that complete into it. */
 int falcon_poll_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc);
 /* Ask for a wakeup of falcon_cq_fd at the next completion (solicited_only is taken as
  * "any completion": falcond wakes on every one). As with verbs, poll once more after
@@ -186,9 +270,52 @@ int falcon_cq_ack_events(struct falcon_cq *cq);
  * that comes within N us costs no wakeup, at the price of that much CPU per wait. Unset
  * (or 0): it sleeps at once. Returns the number of completions
  * polled into wc (> 0), 0 on timeout, -ENOTCONN when falcond has gone (stopped or died:
- * nothing more will complete; open a new context once it is back), or another negative
- * errno. */
+ * nothing more will complete; open a new context once it is back), -EOVERFLOW (as
+ * falcon_poll_cq), or another negative errno. */
 int falcon_wait_cq(struct falcon_cq *cq, int n, struct falcon_wc *wc, int timeout_ms);
+
+/* ---- asynchronous events ---- */
+
+enum falcon_event_type { /* = enum ibv_event_type, for the events falcon has */
+	FALCON_EVENT_CQ_ERR = 0,     /* element.cq overflowed (falcon_poll_cq, -EOVERFLOW) */
+	FALCON_EVENT_QP_FATAL = 1,   /* element.qp went to the error state by an error: a
+					failed work request in FALCON_ERR_VERBS mode, its
+					connection lost or given up (timers), its CQ
+					overflowed, a connection of falcon_modify_qp's RTR that
+					could not be set up; not a falcon_modify_qp to ERR */
+	FALCON_EVENT_DEVICE_FATAL = 8, /* falcond has gone: nothing more completes; element
+					  NULL */
+	FALCON_EVENT_QP_LAST_WQE_REACHED = 16, /* element.qp, fed by an SRQ (or an XRC_RECV
+						  QP), is in the error state and takes no more
+						  of the SRQ's work requests */
+};
+
+struct falcon_async_event {
+	size_t size;               /* sizeof(struct falcon_async_event), set by the caller */
+	uint32_t event_type;       /* enum falcon_event_type */
+	uint32_t num;              /* QP events: the QP's qp_num; CQ_ERR: the daemon's number
+				      of the CQ; DEVICE_FATAL: 0 */
+	union {
+		struct falcon_cq *cq;
+		struct falcon_qp *qp;
+	} element;                 /* the object; NULL when the program has destroyed it since,
+				      has not been handed it yet (a QP falcon_connect or
+				      falcon_accept is still making), or for DEVICE_FATAL;
+				      valid while the program does not destroy it */
+};
+
+/* The next asynchronous event of the context, oldest first, without blocking: 0 and
+ * *ev; -EAGAIN (none now); -ENOTCONN (falcond has gone and FALCON_EVENT_DEVICE_FATAL has
+ * been returned: nothing more will come); -EINVAL (NULL, ev->size too small); -EPROTO
+ * (the daemon broke the protocol). Events of one object come in the order they happened;
+ * an object's repeated events of one kind that the program has not read yet may come as
+ * one (falcond never blocks on a client that does not read them). DEVICE_FATAL comes after
+ * every event the daemon sent before it went. */
+int falcon_get_async_event(struct falcon_context *ctx, struct falcon_async_event *ev);
+/* A file descriptor that polls readable (POLLIN) while falcon_get_async_event has
+ * something to return, and for good once falcond has gone (POLLHUP). Do not read it
+ * yourself. -EINVAL for NULL. */
+int falcon_async_fd(const struct falcon_context *ctx);
 
 /* ---- queue pairs ---- */
 
@@ -270,10 +397,34 @@ struct falcon_qp_init_attr {
  * falcond (cm-port default FALCON_CM_PORT_DEFAULT; IPv6 literals in brackets). Sets up a
  * Falcon connection between the two daemons and an RC QP at each end, both ready to
  * send when this returns. timeout_ms < 0: the daemon's bound (about 3 s of retries).
- * NULL and errno: EINVAL (bad attr), EHOSTUNREACH / ENOENT (name does not resolve),
- * ECONNREFUSED (no listener for the service, or the peer refused our version or
- * features), ETIMEDOUT (no answer), ENOSPC (connection or QP tables full), EDQUOT (this
- * context's quota of QPs or objects is used up: falcond --client-max-qps). */
+ * NULL and errno, each a distinct cause (falcon_error_detail names the peer and says
+ * more, e.g. "127.0.0.1:7473 refused our handshake: our key is not on its allow-list"):
+ *   EINVAL        bad attr or host
+ *   ENOENT        the name does not resolve
+ *   ECONNREFUSED  no listener for the service at the peer
+ *   EAGAIN        the peer's listener has a full backlog
+ *   EACCES        not allowed: the peer's allow-list does not have our key, or we have
+ *                 no key for it (security psp)
+ *   EKEYREJECTED  the peer could not authenticate us: the key we have for it is wrong
+ *   EPROTONOSUPPORT  security mismatch: the peer runs security none and we psp or the
+ *                 other way round, or another PSP cipher
+ *   EPROTO        the peer speaks another CM version or lacks a feature one side requires
+ *   ESTALE        the peer's clock and ours differ by more than 2 minutes
+ *   EUSERS        the peer daemon is out of resources (its connection or QP table full)
+ *   ENOSPC        our daemon's tables are full
+ *   EDQUOT        this context's quota of QPs or objects is used up (falcond
+ *                 --client-max-qps, --client-max-objects)
+ *   EHOSTUNREACH  unreachable: an ICMP port unreachable (no falcond on that port) or host
+ *                 / network unreachable came back, or there is no route
+ *   ETIMEDOUT     no answer of any kind from the peer within 1 s (or three CM retry
+ *                 intervals if longer: falcond(8) --cm-retry-ms), whatever timeout_ms,
+ *                 or the connection not complete within timeout_ms
+ *   EPROTOTYPE    the peer's QP does not pair with ours
+ *   EIO           a CQ in attr overflowed (falcon_poll_cq's -EOVERFLOW)
+ * Refusals arrive within a round trip: the peer answers a refused request at once (in
+ * security psp a refused handshake too, in clear: the reason only, never larger than the
+ * request, at most 100 refusals a second per daemon). A peer that is busy (a request
+ * waiting for its falcon_accept) says so, so that a slow accept is no silence. */
 struct falcon_qp *falcon_connect(struct falcon_pd *pd, const char *host, uint16_t service,
 				 const struct falcon_qp_init_attr *attr, int timeout_ms);
 
@@ -283,7 +434,7 @@ struct falcon_listener *falcon_listen(struct falcon_context *ctx, uint16_t servi
 				      int backlog);
 /* Take the next connection request (waiting up to timeout_ms; -1: forever), create this
  * side's QP with attr and complete the connection. NULL and errno: ETIMEDOUT, and the
- * errors of falcon_connect. */
+ * errors of falcon_connect (falcon_error_detail names the peer). */
 struct falcon_qp *falcon_accept(struct falcon_listener *l, struct falcon_pd *pd,
 				const struct falcon_qp_init_attr *attr, int timeout_ms);
 int falcon_listener_close(struct falcon_listener *l);
@@ -339,14 +490,15 @@ struct falcon_qp_attr {
 
 /* A QP of any type in RESET, in pd, with rings as attr says. NULL and errno: EINVAL (bad
  * attr, objects of another context), ENOENT, ENOSPC, EDQUOT (as falcon_connect), ENOMEM,
- * ENOTCONN. */
+ * ENOTCONN, EIO (a CQ in attr overflowed: falcon_poll_cq). */
 struct falcon_qp *falcon_create_qp(struct falcon_pd *pd, const struct falcon_qp_init_attr *attr);
 /* Move a QP of falcon_create_qp to attr->qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR,
  * ERR -> RESET; attr->attr_mask's timers are set on the way (on any QP, with qp_state
  * its current state: falcon_query_qp's). 0, or -EINVAL (a transition not in that list,
  * a timer out of range, RTR of RC / XRC without
  * dest_host, a QP of falcon_connect / falcon_accept), -ENOENT / -EHOSTUNREACH (the host
- * does not resolve), -EAFNOSUPPORT (an address family the daemon does not listen on). */
+ * does not resolve), -EAFNOSUPPORT (an address family the daemon does not listen on),
+ * -EIO (RESET -> INIT of a QP whose CQ overflowed: falcon_poll_cq). */
 int falcon_modify_qp(struct falcon_qp *qp, const struct falcon_qp_attr *attr);
 /* The QP's state (enum falcon_qp_state) and, for RC / XRC, whether its connection is open
  * (*connected: 0 or 1; may be NULL). A negative errno on failure. */
@@ -361,8 +513,18 @@ int falcon_query_qp_attr(struct falcon_qp *qp, struct falcon_qp_attr *attr);
 /* An address handle in pd naming the falcond at host (as falcon_connect's host): the two
  * daemons open a Falcon connection for it, so this waits for the peer's answer (up to
  * timeout_ms; < 0: about 3 s). A UD work request names it with the peer's QP number and
- * Q_Key. NULL and errno: EINVAL, ENOENT / EHOSTUNREACH, ETIMEDOUT, ECONNREFUSED, ENOSPC. */
+ * Q_Key. NULL and errno: EINVAL, and the errors of falcon_connect but ECONNREFUSED,
+ * EAGAIN and EPROTOTYPE (falcon_error_detail names the peer). */
 struct falcon_ah *falcon_create_ah(struct falcon_pd *pd, const char *host, int timeout_ms);
+/* An address handle to the daemon that sent the UD datagram of wc (a receive completion
+ * of a UD QP, status SUCCESS: wc->src_id), as ibv_create_ah_from_wc: answer the sender
+ * with it, naming wc->src_qp and the Q_Key the two sides agreed. The sender's daemon
+ * need not be known otherwise. Waits as falcon_create_ah (an AH to that daemon may exist
+ * already: then at once). NULL and errno: EINVAL (NULL, not a successful UD receive),
+ * ENOENT (wc->src_id 0, or a number falcond did not give: another daemon's completion,
+ * or falcond restarted since), and the errors of falcon_create_ah. */
+struct falcon_ah *falcon_create_ah_from_wc(struct falcon_pd *pd, const struct falcon_wc *wc,
+					   int timeout_ms);
 /* Work requests still using it complete as they would have; the connection closes after. */
 int falcon_destroy_ah(struct falcon_ah *ah);
 
@@ -389,7 +551,7 @@ struct falcon_srq_init_attr {
  * its WRs, in the order they were posted, whichever QP the message came on. An XRC SRQ
  * takes the SENDs of peer XRC_SEND QPs that name its number (falcon_srq_num) and arrive
  * on an XRC_RECV QP of its domain. NULL and errno: EINVAL (bad attr), ENOSPC, ENOMEM,
- * ENOTCONN. */
+ * ENOTCONN, EIO (the XRC SRQ's CQ overflowed). */
 struct falcon_srq *falcon_create_srq(struct falcon_pd *pd,
 				     const struct falcon_srq_init_attr *attr);
 /* -EBUSY while a QP uses it. */
@@ -453,8 +615,26 @@ struct falcon_recv_wr {
 
 /* Post a list of send WRs into the QP's send ring. 0, or a negative errno with *bad_wr at
  * the first WR not posted: -ENOMEM (ring full: as ibv_post_send), -EINVAL (num_sge out of
- * range, unknown opcode), -ENOTCONN (daemon gone). Everything before *bad_wr is posted
- * and will complete exactly once. The daemon is woken only when it sleeps. */
+ * range, unknown opcode), -ENOTCONN (daemon gone, see below). Everything before *bad_wr
+ * is posted and will complete exactly once (while falcond runs: a WR completes into a
+ * CQ that has room for it, see falcon_poll_cq's -EOVERFLOW). The daemon is woken only
+ * when it sleeps.
+ *
+ * A SEND, WRITE or READ carries up to max_msg_size bytes (falcon_query_device; 2^31 by
+ * default), the sum of its SGE lengths, in one WR: the daemon segments it. A longer one
+ * completes FALCON_WC_LOC_LEN_ERR. A WRITE is checked against the peer's region for its
+ * whole length first: one that runs past it completes FALCON_WC_REM_ACCESS_ERR and
+ * writes nothing.
+ *
+ * falcond gone: the post calls (falcon_post_send, falcon_post_recv, falcon_post_srq_recv)
+ * return -ENOTCONN once the library knows that the daemon has gone. It knows it when any
+ * call of the context saw the socket hang up, and the post calls look themselves: at
+ * most every FALCON_DAEMON_CHECK_MS (a read of the coarse monotonic clock, no system
+ * call; then one poll(2) of the socket). So a post made FALCON_DAEMON_CHECK_MS after
+ * the daemon went (plus the kernel's clock tick) returns -ENOTCONN; one made before may
+ * return 0, and its WR never completes. Between checks a post makes no system call but
+ * the doorbell's (when the daemon sleeps). */
+#define FALCON_DAEMON_CHECK_MS 10
 int falcon_post_send(struct falcon_qp *qp, struct falcon_send_wr *wr,
 		     struct falcon_send_wr **bad_wr);
 int falcon_post_recv(struct falcon_qp *qp, struct falcon_recv_wr *wr,
@@ -464,6 +644,13 @@ int falcon_post_recv(struct falcon_qp *qp, struct falcon_recv_wr *wr,
 
 /* A message for a negative errno of this API (or a positive one). */
 const char *falcon_strerror(int err);
+/* What the last call of this thread that failed concerned and why, in a sentence to show
+ * as it is: the socket path falcon_open tried, the peer daemon that refused a connection
+ * and its reason, the host that did not resolve. Thread-local, as errno: set by every
+ * call that fails (to falcon_strerror's text when there is no more to say), unchanged by
+ * calls that succeed; never NULL ("" before any failure). Valid until the thread's next
+ * failing call. */
+const char *falcon_error_detail(void);
 /* "SUCCESS", "REM_ACCESS_ERR", ... as ibverbs names them without IBV_WC_. */
 const char *falcon_wc_status_str(uint32_t status);
 

@@ -18,6 +18,11 @@
  * (fc_ring_check) when it maps a ring and never trusts an index to be within
  * producer - consumer <= entries (fc_ring_avail clamps it and reports the violation).
  * Userspace only (C11 atomics through the GCC builtins).
+ *
+ * The producer's status word (fc_ring_set_status / fc_ring_status) tells the consumer
+ * about the ring as a whole: FC_RING_ST_OVERFLOW on a CQ ring says that completions were
+ * lost and the CQ is in the error state for good. It sits in reserved space of version 1
+ * that fc_ring_init zeroes, so a reader that predates it sees a ring without status.
  */
 #ifndef FALCON_QUEUE_H
 #define FALCON_QUEUE_H
@@ -30,6 +35,11 @@
 #define FC_RING_VERSION 1u
 #define FC_RING_ENTRIES_MAX (1u << 16)
 #define FC_RING_SGE_MAX 4u
+
+/* Bits of the producer's status word (fc_ring_hdr.status); set, never cleared. */
+#define FC_RING_ST_OVERFLOW 0x1u /* CQ: a completion did not fit (or came after one that
+				    did not): the CQ is in the error state, nothing more is
+				    written (falcon.h, falcon_poll_cq's -EOVERFLOW) */
 
 enum fc_ring_kind {
 	FC_RING_SQ = 1,  /* struct fc_ring_send_wr */
@@ -49,7 +59,8 @@ struct fc_ring_hdr {
 	uint8_t pad0[40];
 	/* written by the producer only */
 	uint32_t prod;
-	uint8_t pad1[60];
+	uint32_t status;      /* FC_RING_ST_*: the producer's state of the ring, 0: none */
+	uint8_t pad1[56];
 	/* written by the consumer only */
 	uint32_t cons;
 	uint32_t need_wakeup; /* the consumer sleeps until the doorbell rings */
@@ -94,7 +105,8 @@ struct fc_ring_cqe {
 	uint64_t wr_id;
 	uint8_t status;       /* enum fc_wc_status, numbered as ibv_wc_status */
 	uint8_t opcode;       /* numbered as ibv_wc_opcode (enum fc_rdma_wc_opcode) */
-	uint16_t pad0;
+	uint16_t src_id;      /* UD receives: the sending daemon, 1 + falcond's index of it
+				 (its node peer); 0: not known, or not a UD receive (was pad) */
 	uint32_t flags;
 	uint32_t byte_len;
 	uint32_t imm_data;
@@ -106,6 +118,7 @@ struct fc_ring_cqe {
 
 _Static_assert(sizeof(struct fc_ring_hdr) == 192, "ring header: three cache lines");
 _Static_assert(offsetof(struct fc_ring_hdr, prod) == 64, "producer index on line 1");
+_Static_assert(offsetof(struct fc_ring_hdr, status) == 68, "producer status beside it");
 _Static_assert(offsetof(struct fc_ring_hdr, cons) == 128, "consumer index on line 2");
 _Static_assert(offsetof(struct fc_ring_hdr, need_wakeup) == 132, "wakeup flag beside it");
 _Static_assert(sizeof(struct fc_ring_sge) == 16, "sge");
@@ -210,6 +223,25 @@ static inline void fc_ring_consume(void *mem, uint32_t n)
 	struct fc_ring_hdr *h = mem;
 
 	__atomic_store_n(&h->cons, h->cons + n, __ATOMIC_RELEASE);
+}
+
+/* Producer: set bits of the status word (FC_RING_ST_*). Release: a consumer that sees
+ * them sees every entry published before. */
+static inline void fc_ring_set_status(void *mem, uint32_t bits)
+{
+	struct fc_ring_hdr *h = mem;
+
+	__atomic_fetch_or(&h->status, bits, __ATOMIC_RELEASE);
+}
+
+/* Consumer: the producer's status word (acquire). A consumer that finds the ring empty
+ * and a status bit set reads fc_ring_avail once more: entries published before the bit
+ * are visible now (the producer writes none after FC_RING_ST_OVERFLOW). */
+static inline uint32_t fc_ring_status(const void *mem)
+{
+	const struct fc_ring_hdr *h = mem;
+
+	return __atomic_load_n(&h->status, __ATOMIC_ACQUIRE);
 }
 
 /* Wakeups (libxdp's xsk_ring_prod__needs_wakeup idea). The consumer says whether it

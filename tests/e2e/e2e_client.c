@@ -88,7 +88,13 @@ static const char *stop_file; /* transfer() ends when it exists */
 
 static void die(const char *what)
 {
-	fprintf(stderr, "e2e: %s: %s\n", what, falcon_strerror(-errno));
+	int e = errno;
+	const char *why = falcon_error_detail();
+
+	/* the errno's text, then what the library says it concerned (if more) */
+	fprintf(stderr, "e2e: %s: %s%s%s\n", what, falcon_strerror(-e),
+		strcmp(why, falcon_strerror(-e)) ? ": " : "",
+		strcmp(why, falcon_strerror(-e)) ? why : "");
 	exit(1);
 }
 

@@ -16,9 +16,10 @@
  *       after DELAY_MS, send datagram INDEX (negative: from the end; "big": the first of
  *       the largest) COUNT times as it was captured, its source address and port spoofed
  *       (raw socket, IP_HDRINCL; UDP checksum recomputed)
- *   pkt_tool forge-icv FILE INDEX DST PORT N      the datagram with a random ICV, N times
- *   pkt_tool forge-spi FILE INDEX DST PORT N      the datagram under N SPIs never issued
- *   pkt_tool truncate FILE INDEX DST PORT         the datagram cut at every length 0 .. len-1
+ *   pkt_tool forge-icv FILE INDEX DST PORT N [PID]  the datagram with a random ICV, N times
+ *   pkt_tool forge-spi FILE INDEX DST PORT N [PID]  the datagram under N SPIs never issued
+ *   pkt_tool truncate FILE INDEX DST PORT [PID]     the datagram cut at every length 0 .. len-1
+ *       (with PID: paced as random's)
  *   pkt_tool random DST PORT N SEED [FILE|- INDEX [PID]]
  *       N random datagrams; with a captured one as template (not "-"), a quarter each are random
  *       bytes, a valid PSP first word with random rest, the real header (SPI too) with a
@@ -490,9 +491,29 @@ static long rcvq_of(const char *pid, unsigned port, unsigned long *drops)
 	return q;
 }
 
+/* With pid: wait until the receive queue of port in pid's network namespace is below
+ * RCVQ_PACE_BYTES (at most PACE_WAIT_MAX_NS), so the kernel drops nothing of what follows.
+ * Returns the number of waits. */
+static unsigned long pace(const char *pid, unsigned port)
+{
+	uint64_t w0 = now_ns();
+	unsigned long n = 0;
+
+	while (pid && rcvq_of(pid, port, NULL) > (long)RCVQ_PACE_BYTES &&
+	       now_ns() - w0 < PACE_WAIT_MAX_NS) {
+		n++;
+		usleep(50);
+	}
+	return n;
+}
+
 static int cmd_forge(int argc, char **argv)
 {
 	const char *mode = argv[1];
+	int trunc = !strcmp(mode, "truncate");
+	/* the last, optional argument: the receiver's pid, to pace on its queue */
+	const char *pid = argc > (trunc ? 6 : 7) ? argv[trunc ? 6 : 7] : NULL;
+	unsigned port = (unsigned)atoi(argv[5]);
 	struct dgram *d;
 	uint8_t buf[PKT_MAX];
 	uint32_t n;
@@ -511,10 +532,13 @@ static int cmd_forge(int argc, char **argv)
 		fprintf(stderr, "pkt_tool: a %u B datagram is no PSP packet\n", n);
 		return 1;
 	}
-	if (!strcmp(mode, "truncate")) {
+	if (trunc) {
 		count = n;
-		for (uint32_t len = 0; len < n; len++)
+		for (uint32_t len = 0; len < n; len++) {
+			if (len % 64 == 0)
+				pace(pid, port);
 			sent += (unsigned)send_one(fd, buf, len);
+		}
 		printf("sent %u truncated copies of a %u B datagram (every length 0 .. %u)\n", sent,
 		       n, n - 1);
 		return sent == count ? 0 : 1;
@@ -547,6 +571,8 @@ static int cmd_forge(int argc, char **argv)
 			fprintf(stderr, "pkt_tool: unknown mode %s\n", mode);
 			return 2;
 		}
+		if (i % 64 == 0)
+			pace(pid, port);
 		sent += (unsigned)send_one(fd, buf, n);
 	}
 	printf("sent %u %s datagrams (%u B)\n", sent,
@@ -591,15 +617,7 @@ static int cmd_random(int argc, char **argv)
 			iov[i] = (struct iovec){ b, len };
 			m[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
 		}
-		if (pid) {
-			uint64_t w0 = now_ns();
-
-			while (rcvq_of(pid, port, NULL) > (long)RCVQ_PACE_BYTES &&
-			       now_ns() - w0 < PACE_WAIT_MAX_NS) {
-				paced++;
-				usleep(50);
-			}
-		}
+		paced += pace(pid, port);
 		for (int tries = 0; done < k && tries < 1000; tries++) {
 			int rc = sendmmsg(fd, m + done, k - done, 0);
 
@@ -662,7 +680,7 @@ int main(int argc, char **argv)
 		return cmd_resend(argc, argv);
 	if ((!strcmp(c, "forge-icv") || !strcmp(c, "forge-spi")) && argc >= 7)
 		return cmd_forge(argc, argv);
-	if (!strcmp(c, "truncate") && argc == 6)
+	if (!strcmp(c, "truncate") && (argc == 6 || argc == 7))
 		return cmd_forge(argc, argv);
 	if (!strcmp(c, "random") && argc >= 6)
 		return cmd_random(argc, argv);
@@ -674,8 +692,8 @@ int main(int argc, char **argv)
 		"usage: pkt_tool capture IFACE PORT COUNT MS FILE [dport] [prefix HEX]\n"
 		"       pkt_tool grep FILE TEXT | list FILE\n"
 		"       pkt_tool resend FILE INDEX|big [DELAY_MS [COUNT]]\n"
-		"       pkt_tool forge-icv|forge-spi FILE INDEX|big DST PORT N\n"
-		"       pkt_tool truncate FILE INDEX|big DST PORT\n"
+		"       pkt_tool forge-icv|forge-spi FILE INDEX|big DST PORT N [PID]\n"
+		"       pkt_tool truncate FILE INDEX|big DST PORT [PID]\n"
 		"       pkt_tool random DST PORT N SEED [FILE|- INDEX|big [PID]]\n"
 		"       pkt_tool drops PID PORT\n"
 		"       pkt_tool send DST PORT TEXT LEN COUNT\n");

@@ -69,7 +69,7 @@ n=$(tshark -n -r "$WORK/forge.pcap" -X lua_script:"$LUA" -o falcon.udp_ports:747
 # ---- 4. installed where tshark finds it ----
 stage=$WORK/stage
 gdir=$(tshark -G folders 2>/dev/null | awk -F'\t' '/^Global Lua Plugins:/ {print $2}')
-if make --no-print-directory -s install-wireshark DESTDIR="$stage" >"$WORK/install.log" 2>&1 &&
+if make --no-print-directory -s install-wireshark DESTDIR="$stage" PREFIX=/usr >"$WORK/install.log" 2>&1 &&
    [ -n "$gdir" ] && cmp -s "$LUA" "$stage$gdir/falcon.lua"; then
 	e2e_ok "make install puts falcon.lua into tshark's global Lua plugin folder ($gdir)"
 else
@@ -81,6 +81,12 @@ cp "$LUA" "$WORK/home/.local/lib/wireshark/plugins/"
 n=$(HOME=$WORK/home tshark -n -r "$WORK/forge.pcap" -Y falcon.pkt_type 2>/dev/null | wc -l)
 [ "$n" -gt 0 ] && e2e_ok "tshark loads it from ~/.local/lib/wireshark/plugins without -X ($n frames)" ||
 	e2e_fail "tshark did not load falcon.lua from the personal plugin folder"
+# installed and named with -X as well (the README's commands on a host with the package):
+# loaded once, no "two protocols with the same description"
+out=$(HOME=$WORK/home tshark -n -r "$WORK/forge.pcap" -X lua_script:"$LUA" -Y falcon.pkt_type 2>&1)
+[ -n "$out" ] && ! grep -q "Lua: Error\|same description" <<<"$out" &&
+	e2e_ok "installed and given with -X lua_script: loaded once, no error" ||
+	e2e_fail "installed plus -X lua_script: $(grep -m2 'Lua: Error\|same description' <<<"$out")"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "e2e-dissector: the captures SKIPPED: AF_PACKET needs root (run make test as root)"

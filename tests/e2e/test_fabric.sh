@@ -4,7 +4,7 @@
 # namespaces on a veth pair (security psp with generated keys):
 #   fi_info      libfabric loads it from FI_PROVIDER_PATH (fi_info -l); fi_info -p falcon
 #                lists an RDM endpoint with FI_MSG, FI_TAGGED, FI_RMA, FI_ATOMIC and a DGRAM
-#                endpoint with FI_MSG, and no MSG endpoint
+#                endpoint with FI_MSG, and no MSG endpoint; their limits are falcond's
 #   capabilities the C programs of tests/fabric (tagged, RMA, atomics, CQ data, errors,
 #                DGRAM)
 #   fi_pingpong  -e rdm (msg and tagged) 8 B .. 64 KiB and 1 MiB (rendezvous: a tenth of the
@@ -81,6 +81,19 @@ grep -q 'type: FI_EP_DGRAM' "$TMP/dgram" && grep -q FI_MSG <<<"$caps" &&
 	! grep -qE 'FI_TAGGED|FI_RMA|FI_ATOMIC' <<<"$caps" &&
 	e2e_ok "fi_info: a DGRAM endpoint with FI_MSG only" ||
 	{ cat "$TMP/dgram"; e2e_fail "fi_info -p falcon -t FI_EP_DGRAM"; }
+# the limits are the daemon's (falcon_query_device), not the provider's constants: an RDM
+# message or RMA up to falcond's max_msg_size (2^31) in one work request, a datagram up to
+# its MTU less the provider's 48-byte header, MRs as one context may hold them
+"$E2E_BIN/bigmsg" query "$TD_SOCK_A" >"$TMP/dev" 2>&1
+dev() { grep "^query: $1=" "$TMP/dev" | cut -d= -f2; }
+want_msg=$(dev max_msg_size) want_dgram=$(( $(dev mtu) - 48 ))
+want_mr=$(dev max_mr)
+[ "$(dev max_objects)" -lt "$want_mr" ] && want_mr=$(dev max_objects)
+echo "falcond: max_msg_size $want_msg, mtu $(dev mtu), MRs per context $want_mr"
+[ "$want_msg" = 2147483648 ] && grep -q "max_msg_size: $want_msg\$" "$TMP/rdm" &&
+	grep -q "max_msg_size: $want_dgram\$" "$TMP/dgram" && grep -q "mr_cnt: $want_mr\$" "$TMP/rdm" &&
+	e2e_ok "fi_info: max_msg_size $want_msg (RDM), $want_dgram (DGRAM), mr_cnt $want_mr: falcond's" ||
+	{ cat "$TMP/dev"; grep -E 'max_msg_size|mr_cnt' "$TMP/rdm" "$TMP/dgram"; e2e_fail "fi_info limits"; }
 # shellcheck disable=SC2046
 if env $(fenvx a) fi_info -p falcon -t FI_EP_MSG >/dev/null 2>&1; then
 	e2e_fail "fi_info offers an FI_EP_MSG endpoint"

@@ -39,12 +39,13 @@ STAGE=$TD_DIR/stage
 san=0 sanflags=""
 case "$BUILD" in *-san) san=1 sanflags="-fsanitize=address,undefined" ;; esac
 if make --no-print-directory -s install SAN=$san BUILD="$BUILD" DESTDIR="$STAGE" PREFIX=/usr >"$TD_DIR/install.log" 2>&1 &&
-   cflags=$(PKG_CONFIG_SYSROOT_DIR=$STAGE PKG_CONFIG_LIBDIR=$STAGE/usr/lib/pkgconfig pkg-config --cflags --libs falcon-client) &&
+   libdir=$(make --no-print-directory -s install-dirs PREFIX=/usr | sed -n 's/^LIBDIR=//p') &&
+   cflags=$(PKG_CONFIG_SYSROOT_DIR=$STAGE PKG_CONFIG_LIBDIR=$STAGE$libdir/pkgconfig pkg-config --cflags --libs falcon-client) &&
    gcc -Wall -Werror $sanflags examples/rc_pingpong.c $cflags -o "$TD_DIR/pp-installed" 2>>"$TD_DIR/install.log"; then
-	FALCON_SOCKET=$TD_SOCK_B LD_LIBRARY_PATH=$STAGE/usr/lib timeout 30 "$TD_DIR/pp-installed" >"$TD_DIR/ppi.log" 2>&1 &
+	FALCON_SOCKET=$TD_SOCK_B LD_LIBRARY_PATH=$STAGE$libdir timeout 30 "$TD_DIR/pp-installed" >"$TD_DIR/ppi.log" 2>&1 &
 	ppi=$!
 	for _ in $(seq 50); do grep -q waiting "$TD_DIR/ppi.log" && break; sleep 0.1; done
-	out=$(FALCON_SOCKET=$TD_SOCK_A LD_LIBRARY_PATH=$STAGE/usr/lib timeout 30 "$TD_DIR/pp-installed" "$TD_CM_B" 20 2>&1)
+	out=$(FALCON_SOCKET=$TD_SOCK_A LD_LIBRARY_PATH=$STAGE$libdir timeout 30 "$TD_DIR/pp-installed" "$TD_CM_B" 20 2>&1)
 	rc=$?
 	wait $ppi
 	if [ $rc -eq 0 ] && grep -q "^20 round trips" <<<"$out"; then
@@ -111,7 +112,7 @@ perf_case 5109 -t write -m bw -a -s 16K -n 200 -e
 E2E_SERVICE=5001 "$E2E_BIN/e2e_client" steady "$TD_SOCK_A" "$TD_SOCK_B" "$TD_CM_B" 3 >"$TD_DIR/steady.log" 2>&1 &
 steady=$!
 for _ in $(seq 50); do grep -q connected "$TD_DIR/steady.log" && break; sleep 0.1; done
-out=$("$FALCONCTL" -r "$TD_DIR/a" conn list)
+out=$("$FALCONCTL" -r "$TD_DIR/a" conn list -o +role)
 echo "$out"
 if grep -q established <<<"$out" && grep -q initiator <<<"$out"; then e2e_ok "falconctl conn list shows the connection"; else e2e_fail "falconctl conn list"; fi
 id=$("$FALCONCTL" -j -r "$TD_DIR/a" conn list | grep -o '"id":[0-9]*' | head -1 | cut -d: -f2)
@@ -189,7 +190,7 @@ for _ in $(seq 100); do "$FALCONCTL" -r "$TD_DIR/c" status >/dev/null 2>&1 && br
 E2E_SERVICE=5004 "$E2E_BIN/e2e_client" matrix "$TD_SOCK_A" "$TD_DIR/c/falcond.sock" "127.0.0.1:$((TD_BASE + 5))" >"$TD_DIR/refused.log" 2>&1
 rc=$?
 cat "$TD_DIR/refused.log"
-if [ $rc -ne 0 ] && grep -q "connection refused" "$TD_DIR/refused.log" && grep -q "lacks features 0x80" "$TD_DIR/c.log" && grep -q "refused a service connection" "$TD_DIR/a.log"; then
+if [ $rc -ne 0 ] && grep -q "protocol version or features do not match .*refused the service connection: features do not match" "$TD_DIR/refused.log" && grep -q "lacks features 0x80" "$TD_DIR/c.log" && grep -q "refused a service connection" "$TD_DIR/a.log"; then
 	e2e_ok "a peer lacking a required feature is refused, with the reason logged on both sides"
 else
 	e2e_fail "feature refusal"

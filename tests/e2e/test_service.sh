@@ -144,7 +144,7 @@ if [ -n "${TD_PID_A:-}" ] && [ -n "${TD_PID_B:-}" ]; then
 		e2e_fail "a peer B does not allow got in"
 	else
 		grep -q "unknown key" "$TD_DIR/b.log" &&
-			"$FALCONCTL" -j -r "$TD_DIR/b" stats | grep -q '"unknown key":[1-9]' &&
+			"$FALCONCTL" -j -r "$TD_DIR/b" stats | grep -q '"unknown_key":[1-9]' &&
 			e2e_ok "B refused C's handshake: unknown key (logged and counted)" ||
 			e2e_fail "B's refusal of C not logged or counted"
 	fi

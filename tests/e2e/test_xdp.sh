@@ -10,8 +10,9 @@
 #     counters are there; after SIGTERM the pins are gone and the program detached.
 #   - security none with transmit faults: XDP answers duplicates itself, the transfer
 #     completes.
-#   - --io xdp where XDP cannot attach (loopback; the veth at MTU 9000, above what a
-#     single-buffer XDP program takes on veth) falls back to udp with one log line.
+#   - where XDP cannot attach (loopback; the veth at MTU 9000, above what a single-buffer
+#     XDP program takes on veth) --io xdp fails saying why, --io auto falls back to udp
+#     with one log line.
 # The veth runs at MTU 3500 (NP_MTU): veth refuses a single-buffer XDP program above
 # about 3500 bytes. Needs root; says so and counts nothing without.
 set -u
@@ -147,12 +148,24 @@ echo "B: dup_acked $(num dup_acked "$jb"), ack_err $(num ack_err "$jb")"
 	e2e_fail "faults: XDP answered no duplicate"
 td_stop
 
-# --io xdp where XDP cannot attach: one daemon, falling back to udp with one log line
+# where XDP cannot attach: --io xdp is an error saying why (exit status not 0, nothing
+# pinned); --io auto falls back to udp with one log line saying why
 fallback() { # desc addr expect-in-reason
-	local desc=$1 addr=$2 why=$3 n
+	local desc=$1 addr=$2 why=$3 n rc
 	TD_DIR=$(mktemp -d "${TMPDIR:-/tmp}/falcon.XXXXXX")
 	td_ports
 	td_one f "$NP_NS_A" "$addr" "$TD_BASE" $((TD_BASE + 1)) --io xdp --security none \
+		--instance "$INST_F"
+	for _ in $(seq 100); do kill -0 "$TD_PID_F" 2>/dev/null || break; sleep 0.05; done
+	kill -0 "$TD_PID_F" 2>/dev/null && kill -TERM "$TD_PID_F"
+	wait "$TD_PID_F"
+	rc=$?
+	grep "XDP cannot be used" "$TD_DIR/f.log"
+	[ "$rc" != 0 ] && grep "XDP cannot be used" "$TD_DIR/f.log" | grep -q "$why" &&
+		! grep -q "falling back" "$TD_DIR/f.log" && [ ! -e "$PIN/$INST_F" ] &&
+		e2e_ok "$desc: --io xdp fails (exit $rc) saying why" ||
+		e2e_fail "$desc: --io xdp did not fail with the reason (exit $rc)"
+	td_one f "$NP_NS_A" "$addr" "$TD_BASE" $((TD_BASE + 1)) --io auto --security none \
 		--instance "$INST_F"
 	if td_wait f; then
 		n=$(grep -c "XDP not used" "$TD_DIR/f.log")
@@ -162,7 +175,7 @@ fallback() { # desc addr expect-in-reason
 			"$FALCONCTL" -j -r "$TD_DIR/f" status | grep -q '"io":"udp"' &&
 			! "$FALCONCTL" -r "$TD_DIR/f" xdp >/dev/null 2>&1 &&
 			[ ! -e "$PIN/$INST_F" ] &&
-			e2e_ok "$desc: --io xdp falls back to udp, one log line saying why" ||
+			e2e_ok "$desc: --io auto falls back to udp, one log line saying why" ||
 			e2e_fail "$desc: no clean fallback"
 	else
 		e2e_fail "$desc: falcond did not start"

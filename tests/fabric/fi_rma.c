@@ -10,9 +10,10 @@
  *   errors    a WRITE with a wrong key, a WRITE into the read-only region and a READ past
  *             the region's end complete in error (fi_cq_readerr: FI_EACCES, a provider
  *             errno fi_cq_strerror names); the endpoint goes on: a WRITE after them lands
- *   large     above 64 KiB (the provider cuts RMA into 1 MiB pieces): a 3 MiB WRITE from
- *             unregistered memory, READ back into registered memory, a 3 MiB fi_writedata
- *             whose CQ data comes after all its bytes, a 3 MiB WRITE with a bad key fails
+ *   large     above 64 KiB (one falcon work request each: the daemon segments it): a 3 MiB
+ *             WRITE from unregistered memory, READ back into registered memory, a 3 MiB
+ *             fi_writedata whose CQ data comes after all its bytes, a 3 MiB WRITE with a
+ *             bad key fails
  *   limits    a READ above max_msg_size is refused (-FI_EMSGSIZE)
  */
 #include "fitest.h"

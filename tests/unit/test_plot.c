@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * falconctl's plot renderer (cli/plot.c), read back by a PNG reader of its own: the
- * signature, every chunk's length and CRC-32 (recomputed bit by bit, not with the
- * renderer's table), IHDR's fields, IEND last; the zlib header, the stored deflate blocks
- * (LEN against NLEN, BFINAL on the last only) decoded to the scanlines, the Adler-32
- * trailer recomputed, filter byte 0 on each scanline. Then the pixels: the series' colour
+ * falconctl's plot renderer (cli/plot.c), its PNG read back with libpng: the signature,
+ * IHDR first (RGB, the size asked), IEND last, the pixels decoded; compressed (a 1000 x
+ * 600 chart well under the 1.8 MB its scanlines take). Then the pixels: the series' colour
  * where y = x must be, the background or grid elsewhere, the frame around the area, both
  * y axes, NaN and infinite points skipped, one-point and constant series, the legend and
  * the title; bad input refused; a million points in bounded time; the file writer.
@@ -23,6 +21,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <png.h>
 
 #include "plot.h"
 #include "testutil.h"
@@ -30,131 +29,36 @@
 #define RED 0xe01010u
 #define BLUE 0x1030d0u
 
-/* ---- an independent PNG reader (stored blocks only) ---- */
+/* ---- the PNG read back with libpng (what an image viewer would show) ---- */
 
 struct img {
 	int w, h;
-	uint8_t *raw;	/* h scanlines of 1 + 3w bytes */
+	uint8_t *raw;	/* h scanlines of 1 + 3w bytes (a zero byte, then RGB) */
 	size_t stride;
 };
 
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* CRC-32 (ISO 3309, the PNG spec's annex D) one bit at a time */
-static uint32_t crc_bitwise(const uint8_t *p, size_t n)
-{
-	uint32_t c = 0xffffffffu;
-
-	for (size_t i = 0; i < n; i++) {
-		c ^= p[i];
-		for (int k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-	}
-	return ~c;
-}
-
-/* Adler-32 (RFC 1950 8.2), reduced on every byte */
-static uint32_t adler_naive(const uint8_t *p, size_t n)
-{
-	uint32_t a = 1, b = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		a = (a + p[i]) % 65521;
-		b = (b + a) % 65521;
-	}
-	return b << 16 | a;
-}
-
-/* Parse png, asserting every structural rule on the way; the pixels go to img. */
+/* Decode png, asserting it is a w x h RGB PNG with IHDR first and IEND last; the pixels go
+ * to img. */
 static void png_read(const uint8_t *png, size_t len, int w, int h, struct img *img)
 {
 	static const uint8_t sig[8] = { 0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a };
-	uint8_t *z = NULL;
-	size_t zlen = 0, off = 8, zo = 2, ro = 0, raw_len;
-	bool iend = false, final = false;
-	int nchunk = 0;
+	png_image pi = { .version = PNG_IMAGE_VERSION };
 
-	assert_true(len > 8);
+	assert_true(len > 8 + 25 + 12);
 	assert_memory_equal(png, sig, 8);
-	while (off < len) {
-		const uint8_t *type, *data;
-		uint32_t n;
-
-		assert_false(iend);	/* nothing after IEND */
-		assert_true(len - off >= 12);
-		n = rd32(png + off);
-		assert_true(n <= len - off - 12);
-		type = png + off + 4;
-		data = type + 4;
-		assert_int_equal(rd32(data + n), crc_bitwise(type, n + 4));
-		if (nchunk == 0) {
-			assert_memory_equal(type, "IHDR", 4);
-			assert_int_equal(n, 13);
-			assert_int_equal(rd32(data), w);
-			assert_int_equal(rd32(data + 4), h);
-			assert_int_equal(data[8], 8);	/* bit depth */
-			assert_int_equal(data[9], 2);	/* RGB */
-			assert_int_equal(data[10], 0);
-			assert_int_equal(data[11], 0);
-			assert_int_equal(data[12], 0);
-		} else if (!memcmp(type, "IDAT", 4)) {
-			z = realloc(z, zlen + n);
-			assert_non_null(z);
-			memcpy(z + zlen, data, n);
-			zlen += n;
-		} else if (!memcmp(type, "IEND", 4)) {
-			assert_int_equal(n, 0);
-			iend = true;
-		} else {
-			fail_msg("unexpected chunk %.4s", (const char *)type);
-		}
-		off += 12 + (size_t)n;
-		nchunk++;
-	}
-	assert_true(iend);
-
-	/* zlib: CM 8, CINFO <= 7, FCHECK, no preset dictionary (RFC 1950 2.2) */
-	assert_non_null(z);
-	assert_true(zlen >= 2 + 5 + 4);
-	assert_int_equal(z[0] & 0x0f, 8);
-	assert_true(z[0] >> 4 <= 7);
-	assert_int_equal((z[0] * 256 + z[1]) % 31, 0);
-	assert_int_equal(z[1] & 0x20, 0);
-
-	raw_len = (size_t)h * (1 + 3 * (size_t)w);
-	img->raw = malloc(raw_len);
-	assert_non_null(img->raw);
-	while (!final) {
-		uint8_t hdr;
-		unsigned blen, nlen;
-
-		assert_true(zlen - zo >= 5 + 4);
-		hdr = z[zo];
-		assert_int_equal(hdr & ~1u, 0);	/* BTYPE 00 (stored), padding 0 */
-		final = hdr & 1;
-		blen = z[zo + 1] | z[zo + 2] << 8;
-		nlen = z[zo + 3] | z[zo + 4] << 8;
-		assert_int_equal(blen, ~nlen & 0xffff);
-		zo += 5;
-		assert_true(blen <= zlen - zo - 4);
-		assert_true(blen <= raw_len - ro);
-		memcpy(img->raw + ro, z + zo, blen);
-		ro += blen;
-		zo += blen;
-	}
-	assert_int_equal(ro, raw_len);
-	assert_int_equal(zlen - zo, 4);
-	assert_int_equal(rd32(z + zo), adler_naive(img->raw, raw_len));
-	free(z);
-
+	assert_memory_equal(png + 12, "IHDR", 4);
+	assert_memory_equal(png + len - 8, "IEND", 4);
+	assert_true(png[8 + 8 + 9] == 2);	/* colour type RGB */
+	assert_true(png_image_begin_read_from_memory(&pi, png, len));
+	assert_int_equal(pi.width, w);
+	assert_int_equal(pi.height, h);
+	pi.format = PNG_FORMAT_RGB;
 	img->w = w;
 	img->h = h;
 	img->stride = 1 + 3 * (size_t)w;
-	for (int y = 0; y < h; y++)
-		assert_int_equal(img->raw[(size_t)y * img->stride], 0);	/* filter: none */
+	img->raw = calloc((size_t)h, img->stride);
+	assert_non_null(img->raw);
+	assert_true(png_image_finish_read(&pi, NULL, img->raw + 1, (png_int_32)img->stride, NULL));
 }
 
 static uint32_t px(const struct img *img, int x, int y)
@@ -285,15 +189,14 @@ static void test_png_structure(void **state)
 		size_t raw = (size_t)h * (1 + 3 * (size_t)w);
 
 		len = render(&img, &fr, "structure", &s, 1, w, h);
-		/* signature, IHDR, IDAT with zlib header and trailer and 5 bytes a block, IEND */
-		assert_int_equal(len, 8 + 25 + 12 + 2 + raw + 5 * ((raw + 65534) / 65535) + 4 + 12);
+		assert_true(len < raw / 4);	/* deflate: mostly background */
 		check_frame(&img, &fr);
 		free(img.raw);
 	}
 
-	/* 1000 x 600, the size falconctl draws */
+	/* 1000 x 600, the size falconctl draws: 1,800,803 bytes as stored blocks */
 	len = render(&img, &fr, "structure", &s, 1, 1000, 600);
-	assert_int_equal(len, 1800803);
+	assert_true(len < 100000);
 	print_message("1000 x 600: %zu bytes\n", len);
 	free(img.raw);
 }

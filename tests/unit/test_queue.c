@@ -51,6 +51,26 @@ static void test_layout_and_checks(void **state)
 	assert_int_equal(fc_ring_check(mem, sizeof(mem), FC_RING_CQ), -EINVAL);
 }
 
+/* The producer's status word: zero in a new ring (and where version 1 had padding),
+ * bits set and kept, the ring still valid, the indexes untouched. */
+static void test_status_word(void **state)
+{
+	struct fc_ring_hdr *h = (struct fc_ring_hdr *)mem;
+
+	(void)state;
+	memset(mem, 0xA5, sizeof(mem));
+	assert_int_equal(fc_ring_init(mem, sizeof(mem), FC_RING_CQ, 16), 0);
+	assert_int_equal(fc_ring_status(mem), 0);
+	fc_ring_produce(mem, 3);
+	fc_ring_set_status(mem, FC_RING_ST_OVERFLOW);
+	fc_ring_set_status(mem, FC_RING_ST_OVERFLOW);
+	assert_int_equal(fc_ring_status(mem), FC_RING_ST_OVERFLOW);
+	assert_int_equal(fc_ring_check(mem, sizeof(mem), FC_RING_CQ), 0);
+	assert_int_equal(fc_ring_avail(mem, NULL), 3);
+	assert_int_equal(h->prod, 3);
+	assert_int_equal(h->cons, 0);
+}
+
 /* Full, empty, and the indexes wrapping past 2^32. */
 static void test_full_empty_wrap(void **state)
 {
@@ -328,6 +348,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_and_checks),
+		cmocka_unit_test(test_status_word),
 		cmocka_unit_test(test_full_empty_wrap),
 		cmocka_unit_test(test_two_processes),
 		cmocka_unit_test(test_need_wakeup_flag),

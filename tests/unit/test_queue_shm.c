@@ -564,13 +564,15 @@ static void test_ring_waits_for_state(void **state)
 	assert_int_equal(fc_rdma_counters(A->d)->ring_bad_wr, 0);
 }
 
-/* Bad WRs among good ones complete in error, in SQ order, and the ring moves on. */
+/* Bad WRs among good ones complete in error, in SQ order, and the ring moves on; a
+ * message above the layer's limit (64 KiB here) is a local length error, as in verbs. */
 static void test_bad_wrs(void **state)
 {
 	struct fc_ring_send_wr *e;
 	struct fc_ring_cqe c;
-	static const uint8_t want[6] = { FC_WC_SUCCESS, FC_WC_LOC_QP_OP_ERR, FC_WC_LOC_QP_OP_ERR,
-					 FC_WC_SUCCESS, FC_WC_LOC_QP_OP_ERR, FC_WC_SUCCESS };
+	static const uint8_t want[7] = { FC_WC_SUCCESS, FC_WC_LOC_QP_OP_ERR, FC_WC_LOC_QP_OP_ERR,
+					 FC_WC_SUCCESS, FC_WC_LOC_QP_OP_ERR, FC_WC_SUCCESS,
+					 FC_WC_LOC_LEN_ERR };
 
 	(void)state;
 	attach_all();
@@ -585,16 +587,19 @@ static void test_bad_wrs(void **state)
 	e->remote_addr = UINT64_MAX - 8;                           /* overflows 64 bits */
 	e->sgl[0].len = 60;
 	put_send(5, FC_RDMA_WR_WRITE, B->k.rkey, A->k.lkey);
-	assert_int_equal(fc_rdma_qp_doorbell(A->d, A->qp, now), 6);
+	e = fc_ring_entry(shm + L.sq, 6);
+	put_send(6, FC_RDMA_WR_WRITE, B->k.rkey, A->k.lkey);
+	e->sgl[0].len = 64 * 1024 + 1;                             /* above max_msg_bytes */
+	assert_int_equal(fc_rdma_qp_doorbell(A->d, A->qp, now), 7);
 	pump(100000);
-	for (uint64_t i = 0; i < 6; i++) {
+	for (uint64_t i = 0; i < 7; i++) {
 		assert_int_equal(take_cqe(L.scq, &c), 1);
 		assert_int_equal(c.wr_id, i);
 		assert_int_equal(c.status, want[i]);
 		assert_int_equal(c.qp_num, A->qp);
 	}
 	assert_int_equal(take_cqe(L.scq, &c), 0);
-	assert_int_equal(fc_rdma_counters(A->d)->ring_bad_wr, 3);
+	assert_int_equal(fc_rdma_counters(A->d)->ring_bad_wr, 4);
 	assert_int_equal(fc_rdma_qp_state(A->d, A->qp), FC_RDMA_QPS_RTS); /* CIE goes on */
 	/* a bad receive WR completes in error on the receive CQ */
 	{
@@ -692,6 +697,10 @@ static void test_cq_ring_full(void **state)
 		}
 	}
 	assert_int_equal(((struct fc_ring_hdr *)(shm + L.scq))->prod, RING);
+	/* the consumer is told in the ring's header (falcon_poll_cq: -EOVERFLOW once the
+	 * ring is drained); the receive CQ did not overflow */
+	assert_int_equal(fc_ring_status(shm + L.scq), FC_RING_ST_OVERFLOW);
+	assert_int_equal(fc_ring_status(shm + L.rcq), 0);
 	assert_int_equal(fc_rdma_counters(A->d)->cq_lost, 1);
 	while (!fc_rdma_get_async_event(A->d, &ev))
 		got_cq_err |= ev.type == FC_RDMA_EV_CQ_ERR && ev.num == A->scq;

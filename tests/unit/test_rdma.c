@@ -401,13 +401,11 @@ static void test_qp_state_machine(void **state)
 	assert_int_equal(fc_rdma_qp_modify(A->d, qa, &at), 0);
 	run();
 	assert_int_equal(nlog, 0);
-	/* the async event of the error state */
+	/* an error state the caller asked for is no error: no QP_FATAL (verbs: none for a
+	 * modify to ERR), nor LAST_WQE (no SRQ) */
 	{
 		struct fc_rdma_async_event ev;
 
-		assert_int_equal(fc_rdma_get_async_event(A->d, &ev), 0);
-		assert_int_equal(ev.type, FC_RDMA_EV_QP_FATAL);
-		assert_int_equal(ev.num, qa);
 		assert_int_equal(fc_rdma_get_async_event(A->d, &ev), -EAGAIN);
 	}
 	/* destroyed: its number is no longer valid; the connection can be closed */
@@ -801,6 +799,125 @@ static void test_cq_overflow(void **state)
 	assert_int_equal(ev.type, FC_RDMA_EV_QP_FATAL);
 }
 
+/* The overflow as verbs has it (rdma.h, "CQ overflow"; issue 21): two QPs send into one
+ * CQ of 4 and receive into a healthy one. Eight WRITEs: four complete, the fifth
+ * overflows the CQ, which goes to the error state for good; both QPs go to ERR with
+ * QP_FATAL after CQ_ERR, every outstanding WR is flushed (receives into the healthy CQ,
+ * where they land; sends into the one in error, where they are dropped and counted, as
+ * every later completion); the CQ then takes no new QP and no QP back to INIT. */
+static void test_cq_overflow_error_state(void **state)
+{
+	struct fc_rdma_qp_init a;
+	struct fc_rdma_qp_attr at;
+	struct fc_rdma_srq_init si = { .depth = 4, .max_sge = 1, .xrcd = 1 };
+	struct fc_rdma_wc wc[8];
+	struct fc_rdma_async_event ev;
+	uint32_t q1, q2, b1, b2, small, qn, srq;
+	uint64_t seen = 0;
+
+	(void)state;
+	conn_pair(0, 1, 0);
+	conn_pair(1, 1, 0);
+	assert_int_equal(fc_rdma_cq_create(A->d, 4, &small), 0);
+	assert_int_equal(fc_rdma_cq_set_user(A->d, small, 0xC0), 0);
+	assert_int_equal(fc_rdma_cq_set_user(A->d, 12345, 1), -ENOENT);
+	assert_int_equal(fc_rdma_cq_overflowed(A->d, small), 0);
+	for (int i = 0; i < 2; i++) {
+		qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, i);
+		a.send_cq = small;
+		a.user = 0x101 + (uint64_t)i;
+		assert_int_equal(fc_rdma_qp_create(A->d, &a, i ? &q2 : &q1), 0);
+		qp_init(B, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, i);
+		assert_int_equal(fc_rdma_qp_create(B->d, &a, i ? &b2 : &b1), 0);
+	}
+	to_rts(A, q1, b1);
+	to_rts(B, b1, q1);
+	to_rts(A, q2, b2);
+	to_rts(B, b2, q2);
+	for (uint64_t i = 0; i < 2; i++) {
+		assert_int_equal(post_recv(A, q1, 100 + i, 0, 64), 0);
+		assert_int_equal(post_recv(A, q2, 200 + i, 0, 64), 0);
+	}
+	for (uint64_t i = 0; i < 8; i++)
+		assert_int_equal(post(A, q1, FC_RDMA_WR_WRITE, i, 0, 8, IOVA, B->k.rkey), 0);
+	run();
+
+	/* the four that fit, in order, then -EOVERFLOW for good */
+	assert_int_equal(fc_rdma_poll_cq(A->d, small, wc, 8), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+		assert_int_equal(wc[i].status, FC_WC_SUCCESS);
+	}
+	assert_int_equal(fc_rdma_poll_cq(A->d, small, wc, 8), -EOVERFLOW);
+	assert_int_equal(fc_rdma_poll_cq(A->d, small, wc, 8), -EOVERFLOW);
+	assert_int_equal(fc_rdma_cq_overflowed(A->d, small), 1);
+	assert_int_equal(fc_rdma_cq_overflowed(A->d, A->rcq), 0);
+	/* both QPs of the CQ in ERR, the one that did not overflow it too */
+	assert_int_equal(fc_rdma_qp_state(A->d, q1), FC_RDMA_QPS_ERR);
+	assert_int_equal(fc_rdma_qp_state(A->d, q2), FC_RDMA_QPS_ERR);
+	assert_int_equal(fc_rdma_qp_sq_outstanding(A->d, q1), 0);
+	assert_int_equal(fc_rdma_qp_rq_outstanding(A->d, q1), 0);
+	assert_int_equal(fc_rdma_qp_rq_outstanding(A->d, q2), 0);
+	/* their receives flushed into the other CQ, which is healthy */
+	assert_int_equal(fc_rdma_poll_cq(A->d, A->rcq, wc, 8), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].status, FC_WC_WR_FLUSH_ERR);
+		assert_int_equal(wc[i].opcode, FC_RDMA_WC_RECV);
+		assert_true(wc[i].wr_id == 100 || wc[i].wr_id == 101 || wc[i].wr_id == 200 ||
+			    wc[i].wr_id == 201);
+		assert_int_equal(wc[i].qp_num, wc[i].wr_id < 200 ? q1 : q2);
+		seen |= 1ull << (wc[i].wr_id % 64);
+	}
+	assert_int_equal(seen, (1ull << 36) | (1ull << 37) | (1ull << 8) | (1ull << 9));
+	/* the fifth WRITE's completion and the flushes of the sixth to eighth: lost */
+	assert_int_equal(fc_rdma_counters(A->d)->cq_lost, 4);
+	/* the events: the CQ's, then each QP's, with the caller's cookies */
+	assert_int_equal(fc_rdma_get_async_event(A->d, &ev), 0);
+	assert_int_equal(ev.type, FC_RDMA_EV_CQ_ERR);
+	assert_int_equal(ev.num, small);
+	assert_int_equal(ev.user, 0xC0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fc_rdma_get_async_event(A->d, &ev), 0);
+		assert_int_equal(ev.type, FC_RDMA_EV_QP_FATAL);
+		assert_int_equal(ev.num, i ? q2 : q1);
+		assert_int_equal(ev.user, 0x101 + (uint64_t)i);
+	}
+	assert_int_equal(fc_rdma_get_async_event(A->d, &ev), -EAGAIN);
+	/* later: a send is flushed into the CQ in error (dropped, counted), a receive into
+	 * the healthy one (delivered); no new event */
+	assert_int_equal(post(A, q2, FC_RDMA_WR_WRITE, 9, 0, 8, IOVA, B->k.rkey), 0);
+	assert_int_equal(fc_rdma_counters(A->d)->cq_lost, 5);
+	assert_int_equal(fc_rdma_poll_cq(A->d, small, wc, 8), -EOVERFLOW);
+	assert_int_equal(post_recv(A, q2, 202, 0, 64), 0);
+	assert_int_equal(poll1(A, A->rcq, wc), 1);
+	assert_int_equal(wc[0].wr_id, 202);
+	assert_int_equal(wc[0].status, FC_WC_WR_FLUSH_ERR);
+	assert_int_equal(fc_rdma_get_async_event(A->d, &ev), -EAGAIN);
+	/* the CQ in error takes no new QP, as send or receive CQ, and no XRC SRQ */
+	qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_VERBS, 2);
+	a.send_cq = small;
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qn), -EIO);
+	a.send_cq = A->scq;
+	a.recv_cq = small;
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qn), -EIO);
+	si.pd = A->pd;
+	si.cq = small;
+	assert_int_equal(fc_rdma_srq_create(A->d, &si, &srq), -EIO);
+	/* nor a QP of it back from RESET */
+	at = (struct fc_rdma_qp_attr){ .state = FC_RDMA_QPS_RESET };
+	assert_int_equal(fc_rdma_qp_modify(A->d, q2, &at), 0);
+	at.state = FC_RDMA_QPS_INIT;
+	assert_int_equal(fc_rdma_qp_modify(A->d, q2, &at), -EIO);
+	assert_int_equal(fc_rdma_qp_state(A->d, q2), FC_RDMA_QPS_RESET);
+	/* what remains: destroy the QPs, then the CQ; the peer's QPs were not touched */
+	assert_int_equal(fc_rdma_cq_destroy(A->d, small), -EBUSY);
+	assert_int_equal(fc_rdma_qp_destroy(A->d, q1), 0);
+	assert_int_equal(fc_rdma_qp_destroy(A->d, q2), 0);
+	assert_int_equal(fc_rdma_cq_destroy(A->d, small), 0);
+	assert_int_equal(fc_rdma_qp_state(B->d, b1), FC_RDMA_QPS_RTS);
+	assert_int_equal(fc_rdma_qp_state(B->d, b2), FC_RDMA_QPS_RTS);
+}
+
 /* ------------------------------------------------------------------------ */
 /* RNR (Falcon 6.6.3, 8.4.3.4; rdma.h)                                       */
 
@@ -1005,6 +1122,9 @@ static void test_ud_qkey_and_dispatch(void **state)
 
 	(void)state;
 	conn_pair(0, 0, 1); /* M:N, unordered */
+	/* B's name for A (the node's: 1 + its peer index), which UD completions carry */
+	assert_int_equal(fc_rdma_conn_set_src(B->d, B->conn[0], 7), 0);
+	assert_int_equal(fc_rdma_conn_set_src(B->d, NULL, 7), -ENOENT);
 	qp_init(A, &a, FC_RDMA_QPT_UD, FC_RDMA_ORDER_NONE, FC_RDMA_MODE_CIE, 0);
 	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qa), 0);
 	qp_init(B, &a, FC_RDMA_QPT_UD, FC_RDMA_ORDER_NONE, FC_RDMA_MODE_CIE, 0);
@@ -1055,7 +1175,9 @@ static void test_ud_qkey_and_dispatch(void **state)
 	assert_int_equal(wc.wr_id, 1);
 	assert_int_equal(wc.byte_len, 20);
 	assert_int_equal(wc.src_qp, qa);
+	assert_int_equal(wc.src_id, 7); /* the sender: whom falcon_create_ah_from_wc answers */
 	assert_int_equal(poll1(B, B->rcq, &wc), 1);
+	assert_int_equal(wc.src_id, 7);
 	assert_int_equal(wc.qp_num, qb2);
 	assert_int_equal(wc.wr_id, 2);
 	assert_int_equal(wc.byte_len, 200);
@@ -1313,6 +1435,18 @@ static void test_rc_srq(void **state)
 		assert_int_equal(wc.status, FC_WC_SUCCESS);
 	}
 	assert_int_equal(fc_rdma_srq_destroy(B->d, srq), -EBUSY); /* the QP uses it */
+	/* a QP fed by an SRQ that goes to ERR (asked for: no QP_FATAL) takes no more of its
+	 * WQEs: IB's LAST_WQE_REACHED */
+	{
+		struct fc_rdma_qp_attr at = { .state = FC_RDMA_QPS_ERR };
+		struct fc_rdma_async_event ev;
+
+		assert_int_equal(fc_rdma_qp_modify(B->d, qb, &at), 0);
+		assert_int_equal(fc_rdma_get_async_event(B->d, &ev), 0);
+		assert_int_equal(ev.type, FC_RDMA_EV_QP_LAST_WQE);
+		assert_int_equal(ev.num, qb);
+		assert_int_equal(fc_rdma_get_async_event(B->d, &ev), -EAGAIN);
+	}
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1430,8 +1564,8 @@ static void test_cie_mode_continues(void **state)
 	(void)state;
 	rc_pair(0, FC_RDMA_ORDER_WEAK, FC_RDMA_MODE_CIE, &qa, &qb);
 	fill(A, 0, 3000, 1);
-	/* a WRITE running off the end of B's region: the pushes inside it may land,
-	 * the WR fails; the QP goes on */
+	/* a WRITE running off the end of B's region: refused whole (every push's RETH
+	 * runs to the bad end, seg.h), nothing placed, the WR fails; the QP goes on */
 	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, 3000, IOVA + MEM - 2048, B->k.rkey), 0);
 	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 2, 0, 3000, IOVA + 100, B->k.rkey), 0);
 	run();
@@ -1444,7 +1578,52 @@ static void test_cie_mode_continues(void **state)
 	assert_int_equal(wc.status, FC_WC_SUCCESS);
 	assert_memory_equal(B->mem + 100, A->mem, 3000);
 	assert_int_equal(fc_rdma_qp_state(A->d, qa), FC_RDMA_QPS_RTS);
-	assert_int_equal(count_log(1, FC_PKT_NACK, FC_NACK_CIE), 1); /* the third push */
+	assert_int_equal(count_log(1, FC_PKT_NACK, FC_NACK_CIE), 3); /* every push */
+	for (uint32_t i = MEM - 2048; i < MEM; i++)
+		assert_int_equal(B->mem[i], 0);
+}
+
+/* Complete in error: a WR that fails on its own list when it starts (its source region
+ * went while it waited behind a QP with one transaction in flight) completes
+ * LOC_PROT_ERR at once, and the WR posted after it still goes (the send pump used to
+ * step past it when the failed WR completed inside the pump). */
+static void test_cie_local_failure_next_wr_goes(void **state)
+{
+	struct fc_rdma_qp_init a;
+	struct fc_rdma_wc wc;
+	struct fc_mr_keys k2;
+	struct fc_sge s2;
+	struct fc_rdma_send_wr wr;
+	uint32_t qa, qb;
+
+	(void)state;
+	conn_pair(0, 1, 0);
+	qp_init(A, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_CIE, 0);
+	a.max_inflight = 1;
+	assert_int_equal(fc_rdma_qp_create(A->d, &a, &qa), 0);
+	qp_init(B, &a, FC_RDMA_QPT_RC, FC_RDMA_ORDER_STRONG, FC_RDMA_MODE_CIE, 0);
+	assert_int_equal(fc_rdma_qp_create(B->d, &a, &qb), 0);
+	to_rts(A, qa, qb);
+	to_rts(B, qb, qa);
+	assert_int_equal(fc_mr_reg(A->mrs, A->pd, A->mem + 32768, IOVA + MEM, 4096,
+				   FC_MR_ACCESS_ALL, &k2), 0);
+	fill(A, 0, 100, 3);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 1, 0, 100, IOVA, B->k.rkey), 0);
+	s2 = (struct fc_sge){ .addr = IOVA + MEM, .len = 100, .lkey = k2.lkey };
+	wr = (struct fc_rdma_send_wr){ .wr_id = 2, .opcode = FC_RDMA_WR_WRITE, .num_sge = 1,
+				       .sgl = &s2, .remote_addr = IOVA + 1000, .rkey = B->k.rkey };
+	assert_int_equal(fc_rdma_post_send(A->d, qa, &wr, now), 0);
+	assert_int_equal(post(A, qa, FC_RDMA_WR_WRITE, 3, 0, 100, IOVA + 200, B->k.rkey), 0);
+	assert_int_equal(fc_mr_dereg(A->mrs, A->pd, k2.lkey), 0);
+	run();
+	for (uint64_t i = 1; i <= 3; i++) {
+		assert_int_equal(poll1(A, A->scq, &wc), 1);
+		assert_int_equal(wc.wr_id, i);
+		assert_int_equal(wc.status, i == 2 ? FC_WC_LOC_PROT_ERR : FC_WC_SUCCESS);
+	}
+	assert_memory_equal(B->mem + 200, A->mem, 100);
+	assert_int_equal(B->mem[1000], 0); /* the failed WR sent nothing */
+	assert_int_equal(fc_rdma_qp_state(A->d, qa), FC_RDMA_QPS_RTS);
 }
 
 /* Receive-side errors (mr.h table, RECV site): a bad L_Key in the part of the list the
@@ -1730,6 +1909,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rmsn_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cq_overflow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cq_overflow_error_state, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rnr_retry_exhausted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rnr_infinite_then_posted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cid_check_request, setup, teardown),
@@ -1740,6 +1920,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_invalidate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verbs_mode_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cie_mode_continues, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cie_local_failure_next_wr_goes, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_recv_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_length, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_solicited_event, setup, teardown),

@@ -125,8 +125,10 @@ static void test_write_errors(void **state)
 	assert_tgt_untouched();
 }
 
-/* A WRITE of 80 bytes (2 transactions at MTU 64) running 16 bytes past the region: the
- * 64 bytes inside may or may not have been placed; the rest of memory is untouched. */
+/* A WRITE of 80 bytes (2 transactions at MTU 64) running 16 bytes past the region: its
+ * range is checked whole, nothing is placed. One starting 16 bytes before the region:
+ * the 64 bytes inside may or may not have been placed (packets that overtook their
+ * FIRST on an unordered connection); the rest of memory is untouched. */
 static void test_write_multi_bounds_undefined(void **state)
 {
 	static const struct rm_sge src80 = { 0x1000, 80, 0x100 };
@@ -137,22 +139,27 @@ static void test_write_multi_bounds_undefined(void **state)
 	(void)state;
 	r = rm_write(&ini, PD_A, &src80, 1, &tgt, PD_A, 0x101C0, 0x1011, NULL);
 	assert_int_equal(r.err, -FC_RDMA_EBOUNDS);
+	assert_tgt_untouched();
+	for (i = 0; i < RM_MEM_BYTES; i++)
+		assert_int_equal(tgt.undef[i], 0);
+	r = rm_write(&ini, PD_A, &src80, 1, &tgt, PD_A, 0x10000 - 16, 0x1011, NULL);
+	assert_int_equal(r.err, -FC_RDMA_EBOUNDS);
 	assert_memory_equal(tgt.mem, before.mem, RM_MEM_BYTES);
 	for (i = 0; i < RM_MEM_BYTES; i++)
-		assert_int_equal(tgt.undef[i], i >= 448 && i < 512);
-	assert_int_equal(tgt.alt[448], ini.mem[0]);
-	assert_int_equal(tgt.alt[511], ini.mem[63]);
+		assert_int_equal(tgt.undef[i], i < 64);
+	assert_int_equal(tgt.alt[0], ini.mem[16]);
+	assert_int_equal(tgt.alt[63], ini.mem[79]);
 	/* old values pass, new values pass, a third value fails, bytes outside are strict */
 	memcpy(actual, before.mem, sizeof(actual));
 	assert_int_equal(rm_mem_check(&tgt, actual, RM_MEM_BYTES), -1);
-	memcpy(actual + 448, ini.mem, 64);
+	memcpy(actual, ini.mem + 16, 64);
 	assert_int_equal(rm_mem_check(&tgt, actual, RM_MEM_BYTES), -1);
-	actual[450] = 0x42;
-	assert_int_equal(rm_mem_check(&tgt, actual, RM_MEM_BYTES), 450);
-	actual[450] = ini.mem[2];
-	actual[512] = ini.mem[64];
-	assert_int_equal(rm_mem_check(&tgt, actual, RM_MEM_BYTES), 512);
-	actual[512] = 0xEE;
+	actual[2] = 0x42;
+	assert_int_equal(rm_mem_check(&tgt, actual, RM_MEM_BYTES), 2);
+	actual[2] = ini.mem[18];
+	actual[64] = (uint8_t)(before.mem[64] ^ 0xFF);
+	assert_int_equal(rm_mem_check(&tgt, actual, RM_MEM_BYTES), 64);
+	actual[64] = before.mem[64];
 	/* sync adopts the implementation's bytes */
 	rm_mem_sync(&tgt, actual);
 	assert_memory_equal(tgt.mem, actual, RM_MEM_BYTES);

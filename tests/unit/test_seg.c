@@ -106,7 +106,8 @@ static void test_send_four_pushes(void **state)
 	assert_int_equal(next, 42);
 }
 
-/* A WRITE of 3.5 MTU: FIRST, MIDDLE, MIDDLE, LAST, each with a RETH of its own bytes. */
+/* A WRITE of 3.5 MTU: FIRST, MIDDLE, MIDDLE, LAST, each with a RETH from its own first
+ * byte to the message's end (the FIRST's is InfiniBand's: VA and whole DMA length). */
 static void test_write_four_pushes(void **state)
 {
 	static const struct fc_sge sgl[] = { { 0x10000, 1200, 1 }, { 0x90000, 2300, 2 } };
@@ -123,8 +124,8 @@ static void test_write_four_pushes(void **state)
 		assert_int_equal(segs[i].hdr.opcode, op[i]);
 		assert_int_equal(segs[i].hdr.reth.va, 0x7F0000001000ULL + 1000 * i);
 		assert_int_equal(segs[i].hdr.reth.rkey, 0xAABBCCDD);
-		assert_int_equal(segs[i].hdr.reth.len, i < 3 ? 1000 : 500);
-		assert_int_equal(segs[i].len, segs[i].hdr.reth.len);
+		assert_int_equal(segs[i].hdr.reth.len, 3500 - 1000 * i);
+		assert_int_equal(segs[i].len, i < 3 ? 1000 : 500);
 		assert_int_equal(segs[i].hdr.rmsn, 0);
 		assert_int_equal(segs[i].sge, sge[i]);
 		assert_int_equal(segs[i].sge_offset, sge_off[i]);
@@ -229,7 +230,8 @@ static void test_lengths_0_1_mtu_mtu1(void **state)
 	r.op = FC_SEG_WRITE;
 	assert_int_equal(plan(&r, &next), 2);
 	assert_int_equal(segs[0].hdr.opcode, OP_WRITE_FIRST);
-	assert_int_equal(segs[0].hdr.reth.len, 256);
+	assert_int_equal(segs[0].hdr.reth.len, 257); /* the whole write (8.3.1) */
+	assert_int_equal(segs[0].len, 256);
 	assert_int_equal(segs[1].hdr.opcode, OP_WRITE_LAST);
 	assert_int_equal(segs[1].hdr.reth.len, 1);
 	assert_int_equal(segs[1].hdr.reth.va, 0x7F0000001100ULL);
@@ -358,6 +360,55 @@ static void test_errors(void **state)
 	assert_int_equal(fc_seg_count(&r), -EMSGSIZE);
 }
 
+/* The largest message (2^31 bytes, InfiniBand's) one transaction at a time: nothing
+ * is planned ahead, any transaction is there in O(num_sge). A WRITE of one 2 GiB entry
+ * and a READ into 32 entries of 64 MiB, MTU 4096. */
+static void test_2gib_one_at_a_time(void **state)
+{
+	struct fc_sge one[1] = { { 0x100000000ull, 0x80000000u, 7 } }, frag[FC_SEG_SGE_MAX];
+	struct fc_seg_req r = req_of(FC_SEG_WRITE, one, 1, 4096);
+	const uint32_t n = 0x80000000u / 4096;
+	struct fc_seg s;
+	uint32_t next = 0;
+
+	(void)state;
+	assert_int_equal(fc_seg_count(&r), n);
+	assert_int_equal(fc_seg_count_checked(&r, &next), n);
+	assert_int_equal(next, 41);
+	assert_int_equal(fc_seg_at(&r, n, 0, &s), 0);
+	assert_int_equal(s.hdr.opcode, OP_WRITE_FIRST);
+	assert_int_equal(s.hdr.reth.va, 0x7F0000001000ULL);
+	assert_int_equal(s.hdr.reth.len, 0x80000000u); /* the whole DMA length, as IB */
+	assert_int_equal(s.len, 4096);
+	assert_int_equal(fc_seg_at(&r, n, 300000, &s), 0);
+	assert_int_equal(s.hdr.opcode, OP_WRITE_MIDDLE);
+	assert_int_equal(s.msg_offset, 300000u * 4096);
+	assert_int_equal(s.sge_offset, 300000u * 4096);
+	assert_int_equal(s.hdr.reth.len, 0x80000000u - 300000u * 4096);
+	assert_int_equal(fc_seg_at(&r, n, n - 1, &s), 0);
+	assert_int_equal(s.hdr.opcode, OP_WRITE_LAST);
+	assert_int_equal(s.hdr.reth.len, 4096);
+	assert_int_equal(fc_seg_at(&r, n, n, &s), -ERANGE);
+	for (uint32_t i = 0; i < FC_SEG_SGE_MAX; i++)
+		frag[i] = (struct fc_sge){ 0x200000000ull + (uint64_t)i * (128u << 20), 64u << 20,
+					   100 + i };
+	r = req_of(FC_SEG_READ, frag, FC_SEG_SGE_MAX, 4096);
+	assert_int_equal(fc_seg_count_checked(&r, &next), n);
+	assert_int_equal(next, 41 + n);
+	assert_int_equal(fc_seg_at(&r, n, 16384 * 5 + 3, &s), 0); /* fragment 5, pull 3 */
+	assert_int_equal(s.sge, 5);
+	assert_int_equal(s.sge_offset, 3 * 4096);
+	assert_int_equal(s.msg_offset, (5u << 26) + 3 * 4096);
+	assert_int_equal(s.hdr.reth.va, 0x7F0000001000ULL + (5u << 26) + 3 * 4096);
+	assert_int_equal(s.hdr.reth.len, 4096);
+	assert_int_equal(s.hdr.steth.va, 0x200000000ull + 5ull * (128u << 20) + 3 * 4096);
+	assert_int_equal(s.hdr.steth.lkey, 105);
+	assert_int_equal(s.hdr.rmsn, 41 + 16384 * 5 + 3);
+	/* one byte more than 2^31 is refused */
+	frag[0].len++;
+	assert_int_equal(fc_seg_count(&r), -EMSGSIZE);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Random properties                                                         */
 /* ------------------------------------------------------------------------ */
@@ -432,7 +483,8 @@ static void check_plan(const struct fc_seg_req *r, int n, uint32_t next, uint32_
 			PROP(s->hdr.opcode == codes[r->op][kind_of(k, (uint32_t)n)]);
 			PROP(!send || (s->hdr.rmsn == r->rmsn && s->hdr.offset == s->msg_offset));
 			PROP(send || (s->hdr.reth.va == r->remote_va + s->msg_offset &&
-				      s->hdr.reth.len == s->len && s->hdr.reth.rkey == r->rkey));
+				      s->hdr.reth.len == total - s->msg_offset &&
+				      s->hdr.reth.rkey == r->rkey));
 			PROP(s->hdr.rmsn == (send || (last && r->op == FC_SEG_WRITE_IMM) ? r->rmsn
 											 : 0));
 			PROP(s->hdr.se == (last && r->se && r->op != FC_SEG_WRITE));
@@ -497,12 +549,17 @@ static void test_random_properties(void **state)
 		}
 		PROP(n == fc_seg_count(&r));
 		check_plan(&r, n, next, iter);
-		if (n > 0) { /* an accepted request: the checked form plans it the same */
-			static struct fc_seg again[SEGS];
-			uint32_t next2;
+		if (n > 0) { /* an accepted request: one at a time, the same transactions */
+			struct fc_seg one;
+			uint32_t next2 = 0;
 
-			PROP(fc_seg_plan_checked(&r, again, SEGS, &next2) == n);
-			PROP(next2 == next && !memcmp(again, segs, (size_t)n * sizeof(*segs)));
+			PROP(fc_seg_count_checked(&r, &next2) == (uint32_t)n && next2 == next);
+			for (uint32_t k = 0; k < (uint32_t)n; k++) {
+				memset(&one, 0x5A, sizeof(one));
+				PROP(fc_seg_at(&r, (uint32_t)n, k, &one) == 0);
+				PROP(!memcmp(&one, &segs[k], sizeof(one)));
+			}
+			PROP(fc_seg_at(&r, (uint32_t)n, (uint32_t)n, &one) == -ERANGE);
 		}
 	}
 }
@@ -517,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_one_byte_fragments),
 		cmocka_unit_test(test_ud_and_xrc),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_2gib_one_at_a_time),
 		cmocka_unit_test(test_random_properties),
 	};
 

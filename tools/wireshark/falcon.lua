@@ -23,6 +23,15 @@
 -- Use:  tshark -X lua_script:tools/wireshark/falcon.lua -r cap.pcap
 --       (or install it into a Lua plugin folder, see README; -o falcon.udp_ports:N,M)
 
+-- Registered once per Wireshark: a copy in a plugin folder (make install, the
+-- falcon-wireshark package) and this file again with -X lua_script would otherwise make
+-- Wireshark refuse the second ("two protocols with the same description").
+-- Wireshark gives each plugin file its own environment, so the test is whether the
+-- first copy's dissector is registered already.
+if Dissector.get("falcon_psp") then
+	return
+end
+
 local p_psp = Proto("falcon_psp", "PSP (Falcon encapsulation)")
 local p_fal = Proto("falcon", "Falcon")
 local p_rdma = Proto("falcon_rdma", "RDMA over Falcon")
