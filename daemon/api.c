@@ -201,7 +201,7 @@ struct fd_api {
 		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
 		uint64_t ring_wrs;  /* WRs taken from the clients' rings */
 		uint64_t arena_doorbells; /* QPs looked into because their arena bit said so */
-		uint64_t arena_bad_bits;  /* arena bits that named no QP */
+		uint64_t arena_stray_doorbells; /* arena doorbell bits that named no QP */
 		uint64_t events, events_lost; /* async events sent; lost: event socket broken */
 	} st;
 };
@@ -2028,7 +2028,7 @@ static int arena_sweep(struct fd_api *a, struct client *c, int going_to_sleep, u
 				struct obj *o = slot ? obj_at(c, slot - 1) : NULL;
 
 				if (!o || o->type != OBJ_QP || o->u.qp.arena_unit != u) {
-					a->st.arena_bad_bits++; /* a bit for no QP: ignored */
+					a->st.arena_stray_doorbells++; /* a bit for no QP: ignored */
 					continue;
 				}
 				a->st.arena_doorbells++;
@@ -2251,7 +2251,8 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "bind_failed", "%llu", (unsigned long long)a->st.bind_failed);
 	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
 	fd_json_kv(&j, "arena_doorbells", "%llu", (unsigned long long)a->st.arena_doorbells);
-	fd_json_kv(&j, "arena_bad_bits", "%llu", (unsigned long long)a->st.arena_bad_bits);
+	fd_json_kv(&j, "arena_stray_doorbells", "%llu",
+		   (unsigned long long)a->st.arena_stray_doorbells);
 	fd_json_kv(&j, "async_events", "%llu", (unsigned long long)a->st.events);
 	fd_json_kv(&j, "async_events_lost", "%llu", (unsigned long long)a->st.events_lost);
 	fd_json_close(&j, '}');
