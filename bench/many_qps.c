@@ -349,7 +349,8 @@ int main(int argc, char **argv)
 			       o.n, rate1 / rate_n, o.n);
 	}
 	fflush(stdout);
-	falcon_close(ctx);
+	falcon_close(ctx); /* destroys the QPs too; their array is ours */
+	free(qp);
 	close(down[1]);
 	waitpid(child, &status, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
