@@ -88,6 +88,8 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 	struct ffi_cq *cq = (struct ffi_cq *)fcq;
 	size_t n = 0;
 
+	if (count && !buf)
+		return -FI_EINVAL;
 	progress(cq);
 	if (cq->count && cq->ring[cq->head].err)
 		return -FI_EAVAIL;
@@ -115,6 +117,8 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 	const struct ffi_cqe *e;
 
 	(void)flags;
+	if (!buf)
+		return -FI_EINVAL;
 	if (!cq->count || !cq->ring[cq->head].err)
 		return -FI_EAGAIN;
 	e = &cq->ring[cq->head];
@@ -204,6 +208,26 @@ static const char *cq_strerror(struct fid_cq *fcq, int prov_errno, const void *e
 	return s;
 }
 
+/* fi_trywait(3) on a CQ: 0 when the application may sleep on its wait fd (every bound
+ * endpoint's falcon CQ armed, old notifications consumed, nothing to read), -FI_EAGAIN
+ * when it has completions to read first. */
+int ffi_cq_trywait(struct ffi_cq *cq)
+{
+	if (cq->wait_obj == FI_WAIT_NONE)
+		return -FI_EINVAL;
+	progress(cq);
+	if (cq->count)
+		return -FI_EAGAIN;
+	for (unsigned i = 0; i < cq->neps; i++) {
+		while (falcon_cq_ack_events(cq->eps[i]->fcq) == 0)
+			;
+		falcon_req_notify_cq(cq->eps[i]->fcq, 0);
+	}
+	/* what completed before the arming is not announced: look once more */
+	progress(cq);
+	return cq->count ? -FI_EAGAIN : 0;
+}
+
 int ffi_cq_bind_ep(struct ffi_cq *cq, struct ffi_ep *ep)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ep };
@@ -252,6 +276,8 @@ static int cq_control(struct fid *fid, int command, void *arg)
 
 	if (command != FI_GETWAIT || cq->wait_obj != FI_WAIT_FD)
 		return -FI_ENOSYS;
+	if (!arg)
+		return -FI_EINVAL;
 	/* the epoll fd polls readable when a bound endpoint's armed falcon CQ fires */
 	for (unsigned i = 0; i < cq->neps; i++)
 		falcon_req_notify_cq(cq->eps[i]->fcq, 0);
@@ -282,9 +308,12 @@ int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 		void *context)
 {
 	struct ffi_cq *cq;
-	size_t size = attr->size ? attr->size : FFI_CQ_DEFAULT;
+	size_t size;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
+	if (!attr || !fcq)
+		return -FI_EINVAL;
+	size = attr->size ? attr->size : FFI_CQ_DEFAULT;
 	if (size > FFI_CQ_MAX)
 		return -FI_EINVAL;
 	switch (attr->wait_obj) {

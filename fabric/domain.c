@@ -94,7 +94,7 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	(void)requested_key; /* FI_MR_PROV_KEY: the key is falcon's rkey */
 	if (flags)
 		return -FI_EBADFLAGS;
-	if (!len)
+	if (!len || !buf || !fmr)
 		return -FI_EINVAL;
 	if (access & FI_REMOTE_READ)
 		fa |= FALCON_ACCESS_REMOTE_READ;
@@ -125,7 +125,7 @@ static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint6
 		   uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
 		   void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL; /* mr_iov_limit 1 */
 	return mr_reg(fid, iov[0].iov_base, iov[0].iov_len, access, offset, requested_key, flags,
 		      mr, context);
@@ -134,7 +134,7 @@ static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint6
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		      struct fid_mr **mr)
 {
-	if (attr->iov_count != 1)
+	if (!attr || attr->iov_count != 1 || !attr->mr_iov)
 		return -FI_EINVAL;
 	return mr_reg(fid, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len, attr->access,
 		      attr->offset, attr->requested_key, flags, mr, attr->context);
@@ -188,6 +188,8 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 	(void)context;
 	if (flags)
 		return -FI_EBADFLAGS;
+	if (count && !addr)
+		return -FI_EINVAL; /* fi_av(3): the addresses are the caller's to give */
 	for (size_t i = 0; i < count; i++) {
 		size_t slot = av->cap;
 		char host[64];
@@ -259,6 +261,8 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
 	struct ffi_av *av = (struct ffi_av *)fav;
 
 	(void)flags;
+	if (count && !fi_addr)
+		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++) {
 		if (!ffi_av_get(av, fi_addr[i]))
 			return -FI_EINVAL;
@@ -271,10 +275,11 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
 static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
 {
 	const struct ffi_av_entry *e = ffi_av_get((struct ffi_av *)fav, fa);
-	size_t n = *addrlen < sizeof(e->addr) ? *addrlen : sizeof(e->addr);
+	size_t n;
 
-	if (!e)
+	if (!e || !addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
+	n = *addrlen < sizeof(e->addr) ? *addrlen : sizeof(e->addr);
 	memcpy(addr, &e->addr, n);
 	*addrlen = sizeof(e->addr);
 	return 0;
@@ -287,6 +292,8 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, si
 	int n;
 
 	(void)av;
+	if (!a || !len || (*len && !buf))
+		return NULL;
 	if (ffi_addr_host(a, host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
 	n = snprintf(s, sizeof(s), "falcon://%s/qp%u", host, a->qpn);
@@ -342,6 +349,8 @@ static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fi
 {
 	struct ffi_av *av;
 
+	if (!attr || !fav)
+		return -FI_EINVAL;
 	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_TABLE && attr->type != FI_AV_MAP)
 		return -FI_EINVAL;
 	if (attr->flags || attr->name || attr->rx_ctx_bits)
@@ -503,6 +512,8 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	struct ffi_domain *dom;
 	int r;
 
+	if (!fdom)
+		return -FI_EINVAL;
 	if (info && info->domain_attr && info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, FFI_PROV_NAME))
 		return -FI_EINVAL;

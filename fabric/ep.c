@@ -932,6 +932,17 @@ void ffi_ep_progress(struct ffi_ep *ep)
 
 /* ---- posting receives ---- */
 
+/* count buffers at iov, each with memory where it has a length (fi_msg(3)) */
+bool ffi_iov_ok(const struct iovec *iov, size_t count)
+{
+	if (count && !iov)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return false;
+	return true;
+}
+
 static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, uint64_t flags, void *context, bool tagged)
 {
@@ -941,7 +952,7 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (count > 4)
+	if (count > 4 || !ffi_iov_ok(iov, count))
 		return -FI_EINVAL;
 	if (tagged && !(ep->caps & FI_TAGGED))
 		return -FI_EOPNOTSUPP;
@@ -1083,7 +1094,7 @@ static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t des
 	op->kind = FFI_K_SEND;
 	op->context = context;
 	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	op->comp = !(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+	op->comp = ffi_tx_comp(ep, flags);
 	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)h, sizeof(*h) + sizeof(*rv),
 				       ep->pool_mr->lkey };
 	op->wr.num_sge = 1;
@@ -1114,10 +1125,12 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		return -FI_EOPNOTSUPP;
 	if ((flags & FI_REMOTE_CQ_DATA) && ep->type != FI_EP_RDM)
 		return -FI_EOPNOTSUPP;
-	if (count > 4)
+	if (count > 4 || !ffi_iov_ok(iov, count))
 		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++)
 		len += iov[i].iov_len;
+	if ((flags & FI_INJECT) && len > (ep->type == FI_EP_RDM ? FFI_INJECT_RDM : FFI_INJECT_DGRAM))
+		return -FI_EMSGSIZE; /* above tx_attr->inject_size */
 	if (len > max && ep->type == FI_EP_RDM && count == 1 && !(flags & FI_INJECT) &&
 	    len <= ffi_msg_max(&ep->dom->dev))
 		return post_rndv(ep, iov[0].iov_base, len, dest, tag, data, flags, context, tagged);
@@ -1147,8 +1160,7 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 	op->kind = FFI_K_SEND;
 	op->context = context;
 	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	op->comp = !(flags & FI_INJECT) &&
-		   (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+	op->comp = ffi_tx_comp(ep, flags);
 	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)slot, (uint32_t)(hlen + len),
 				       ep->pool_mr->lkey };
 	op->wr.num_sge = 1;
@@ -1181,6 +1193,8 @@ static ssize_t msg_recvv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
+	if (!msg)
+		return -FI_EINVAL;
 	return post_recv(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, 0, flags,
 			 msg->context, false);
 }
@@ -1203,7 +1217,10 @@ static ssize_t msg_sendv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
-	return post_send(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data, flags,
+	if (!msg)
+		return -FI_EINVAL;
+	return post_send(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data,
+			 flags & ~FFI_NO_COMPLETION,
 			 msg->context, false);
 }
 
@@ -1211,7 +1228,8 @@ static ssize_t msg_inject(struct fid_ep *fep, const void *buf, size_t len, fi_ad
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, 0, 0, FI_INJECT, NULL, false);
+	return post_send(EP(fep), &iov, 1, dest, 0, 0, FI_INJECT | FFI_NO_COMPLETION, NULL,
+			 false);
 }
 
 static ssize_t msg_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -1229,7 +1247,8 @@ static ssize_t msg_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL, false);
+	return post_send(EP(fep), &iov, 1, dest, 0, data,
+			 FI_INJECT | FFI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL, false);
 }
 
 static struct fi_ops_msg msg_ops = {
@@ -1265,6 +1284,8 @@ static ssize_t tag_recvv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t tag_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
+	if (!msg)
+		return -FI_EINVAL;
 	return post_recv(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->ignore,
 			 flags, msg->context, true);
 }
@@ -1287,8 +1308,10 @@ static ssize_t tag_sendv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t tag_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
+	if (!msg)
+		return -FI_EINVAL;
 	return post_send(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data,
-			 flags, msg->context, true);
+			 flags & ~FFI_NO_COMPLETION, msg->context, true);
 }
 
 static ssize_t tag_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
@@ -1296,7 +1319,8 @@ static ssize_t tag_inject(struct fid_ep *fep, const void *buf, size_t len, fi_ad
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, tag, 0, FI_INJECT, NULL, true);
+	return post_send(EP(fep), &iov, 1, dest, tag, 0, FI_INJECT | FFI_NO_COMPLETION, NULL,
+			 true);
 }
 
 static ssize_t tag_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -1314,7 +1338,8 @@ static ssize_t tag_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true);
+	return post_send(EP(fep), &iov, 1, dest, tag, data,
+			 FI_INJECT | FFI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL, true);
 }
 
 static struct fi_ops_tagged tagged_ops = {
@@ -1430,8 +1455,11 @@ static struct fi_ops_ep ep_ops = {
 static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
-	size_t n = *addrlen;
+	size_t n;
 
+	if (!addrlen || (*addrlen && !addr))
+		return -FI_EINVAL;
+	n = *addrlen;
 	*addrlen = sizeof(ep->self);
 	if (n < sizeof(ep->self))
 		return -FI_ETOOSMALL;
@@ -1612,6 +1640,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 	int r;
 
+	if (!bfid)
+		return -FI_EINVAL;
 	switch (bfid->fclass) {
 	case FI_CLASS_CQ: {
 		struct ffi_cq *cq = (struct ffi_cq *)bfid;
@@ -1663,7 +1693,11 @@ static int ep_control(struct fid *fid, int command, void *arg)
 		*(uint64_t *)arg = (*(uint64_t *)arg & FI_TRANSMIT) ? ep->tx_op_flags : ep->rx_op_flags;
 		return 0;
 	case FI_SETOPSFLAG: {
-		uint64_t f = *(uint64_t *)arg;
+		uint64_t f;
+
+		if (!arg)
+			return -FI_EINVAL;
+		f = *(uint64_t *)arg & ~FFI_NO_COMPLETION;
 
 		if (f & FI_TRANSMIT)
 			ep->tx_op_flags = f & ~(FI_TRANSMIT | FI_RECV);
@@ -1706,7 +1740,7 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	struct ffi_ep *ep;
 	int r = 0;
 
-	if (!info || !info->ep_attr ||
+	if (!fep || !info || !info->ep_attr ||
 	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_DGRAM))
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));

@@ -117,12 +117,19 @@
 #define FFI_UNEXP_MAX 4096u         /* unexpected messages copied out per endpoint */
 #define FFI_CQ_DEFAULT 1024u
 #define FFI_CQ_MAX 65536u
+#define FFI_EQ_MAX 65536u           /* fi_eq_open's size (fabtests' fi_eq_test asks 8192) */
 #define FFI_BIND_MAX 16u            /* endpoints bound to one CQ */
 #define FFI_AV_MAX 65536u
 #define FFI_CONN_TIMEOUT_MS 10000
 #define FFI_PEERS_MAX 4096u         /* RDM connections per endpoint */
 #define FFI_QKEY 0x66616c63u        /* "falc" */
 #define FFI_CQ_DATA_BYTES 4u        /* remote CQ data: falcon's 32-bit immediate */
+#define FFI_INJECT_RDM 4096u        /* tx_attr->inject_size */
+#define FFI_INJECT_DGRAM 1024u
+/* an operation flag of the provider's own (no libfabric flag uses bit 63): the operation
+ * was fi_inject*(), which never completes (fi_msg(3)); FI_INJECT as a flag of fi_sendmsg
+ * and its kin only lets the buffer go (the completion follows FI_COMPLETION). */
+#define FFI_NO_COMPLETION (1ull << 63)
 
 /* An endpoint's address: what fi_getname returns and fi_av_insert takes. */
 struct ffi_addr {
@@ -477,6 +484,7 @@ int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum 
 int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 		void *context);
 int ffi_cq_bind_ep(struct ffi_cq *cq, struct ffi_ep *ep);
+int ffi_cq_trywait(struct ffi_cq *cq);
 void ffi_cq_unbind_ep(struct ffi_cq *cq, struct ffi_ep *ep);
 uint32_t ffi_cq_room(const struct ffi_cq *cq);
 void ffi_cq_push(struct ffi_cq *cq, const struct ffi_cqe *e);
@@ -499,6 +507,14 @@ void ffi_rjob_pump(struct ffi_ep *ep);
 void ffi_rjob_chunk_done(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *wc);
 
 /* ep.c, for rma.c */
+bool ffi_iov_ok(const struct iovec *iov, size_t count);
+/* Whether a transmit with flags reports a success completion (fi_cq(3)): never for
+ * fi_inject*(); on a CQ bound with FI_SELECTIVE_COMPLETION only with FI_COMPLETION. */
+static inline bool ffi_tx_comp(const struct ffi_ep *ep, uint64_t flags)
+{
+	return !(flags & FFI_NO_COMPLETION) &&
+	       (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+}
 struct ffi_peer *ffi_peer_for(struct ffi_ep *ep, fi_addr_t fa);
 int ffi_post_on(struct ffi_ep *ep, struct falcon_qp *qp, struct ffi_op *op);
 struct ffi_op *ffi_op_get_any(struct ffi_ep *ep);

@@ -32,6 +32,8 @@ int ffi_addr_host(const struct ffi_addr *a, char *buf, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN];
 
+	if (!a)
+		return -EINVAL;
 	if (a->family == 4) {
 		if (!inet_ntop(AF_INET, a->ip, ip, sizeof(ip)))
 			return -EINVAL;
@@ -194,7 +196,7 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 	fi->tx_attr->caps = caps;
 	fi->tx_attr->msg_order = type == FI_EP_RDM ? FI_ORDER_SAS : 0;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
-	fi->tx_attr->inject_size = type == FI_EP_RDM ? 4096 : 1024;
+	fi->tx_attr->inject_size = type == FI_EP_RDM ? FFI_INJECT_RDM : FFI_INJECT_DGRAM;
 	fi->tx_attr->size = FFI_TX_SLOTS - FFI_CTRL_RESERVE;
 	fi->tx_attr->iov_limit = 4;
 	fi->tx_attr->rma_iov_limit = 1;
@@ -355,6 +357,8 @@ static ssize_t eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t le
 	struct ffi_eq_ev *ev;
 	uint64_t v;
 
+	if (len && !buf)
+		return -FI_EINVAL;
 	if (!eq->count)
 		return -FI_EAGAIN;
 	ev = &eq->ring[eq->head];
@@ -379,6 +383,8 @@ static ssize_t eq_readerr(struct fid_eq *feq, struct fi_eq_err_entry *buf, uint6
 	struct ffi_eq_ev *ev;
 	uint64_t v;
 
+	if (!buf)
+		return -FI_EINVAL;
 	if (!eq->count || !eq->ring[eq->head].err)
 		return -FI_EAGAIN;
 	ev = &eq->ring[eq->head];
@@ -398,7 +404,7 @@ static ssize_t eq_write(struct fid_eq *feq, uint32_t event, const void *buf, siz
 	struct ffi_eq_ev *ev;
 	uint64_t one = 1;
 
-	if (len > sizeof(ev->u.raw))
+	if (len > sizeof(ev->u.raw) || (len && !buf))
 		return -FI_EINVAL;
 	if (eq->count == eq->size)
 		return -FI_EAGAIN;
@@ -458,6 +464,8 @@ static int eq_control(struct fid *fid, int command, void *arg)
 
 	if (command != FI_GETWAIT)
 		return -FI_ENOSYS;
+	if (!arg)
+		return -FI_EINVAL;
 	*(int *)arg = eq->efd;
 	return 0;
 }
@@ -512,10 +520,12 @@ int ffi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 	struct ffi_eq *eq;
 	size_t size = attr && attr->size ? attr->size : 64;
 
+	if (!feq)
+		return -FI_EINVAL;
 	if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
 	    attr->wait_obj != FI_WAIT_FD)
 		return -FI_ENOSYS;
-	if (size > 4096)
+	if (size > FFI_EQ_MAX)
 		return -FI_EINVAL;
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)
@@ -566,12 +576,33 @@ static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr
 	return -FI_ENOSYS;
 }
 
+/* fi_trywait(3): 0 when the caller may block on the wait objects of fids; -FI_EAGAIN
+ * when one has something to read first; -FI_EINVAL for what has no wait object here. */
 static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
 	(void)fabric;
-	(void)fids;
-	(void)count;
-	return -FI_ENOSYS;
+	if (count < 0 || (count && !fids))
+		return -FI_EINVAL;
+	for (int i = 0; i < count; i++) {
+		int r;
+
+		if (!fids[i])
+			return -FI_EINVAL;
+		switch (fids[i]->fclass) {
+		case FI_CLASS_CQ:
+			r = ffi_cq_trywait((struct ffi_cq *)fids[i]);
+			break;
+		case FI_CLASS_EQ:
+			r = ((struct ffi_eq *)fids[i])->count ? -FI_EAGAIN : 0;
+			break;
+		default:
+			r = -FI_EINVAL;
+			break;
+		}
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,

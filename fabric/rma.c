@@ -49,7 +49,7 @@ static ssize_t rjob_post(struct ffi_ep *ep, bool write, void *buf, size_t len, v
 	}
 	j->context = context;
 	j->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	j->comp = !(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+	j->comp = ffi_tx_comp(ep, flags);
 	j->write = write;
 	j->imm = write && (flags & FI_REMOTE_CQ_DATA);
 	j->imm_data = (uint32_t)data;
@@ -151,7 +151,9 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 		return -FI_EOPBADSTATE;
 	if (!(ep->caps & FI_RMA) || ep->type != FI_EP_RDM)
 		return -FI_EOPNOTSUPP;
-	if (len > ffi_msg_max(&ep->dom->dev))
+	if (len && !buf)
+		return -FI_EINVAL;
+	if (len > ffi_msg_max(&ep->dom->dev) || ((flags & FI_INJECT) && len > FFI_INJECT_RDM))
 		return -FI_EMSGSIZE;
 	if (key > UINT32_MAX)
 		return -FI_EKEYREJECTED;
@@ -164,8 +166,7 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 	op->kind = FFI_K_RMA;
 	op->context = context;
 	op->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	op->comp = !(flags & FI_INJECT) &&
-		   (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+	op->comp = ffi_tx_comp(ep, flags);
 	if (desc) {
 		const struct ffi_mr *mr = desc;
 
@@ -216,19 +217,26 @@ static ssize_t rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc, f
 static ssize_t rma_readv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t src, uint64_t addr, uint64_t key, void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL;
 	return rma_post(EP(fep), false, iov[0].iov_base, iov[0].iov_len, desc ? desc[0] : NULL, src,
 			addr, key, 0, EP(fep)->tx_op_flags, context);
 }
 
+/* one local buffer, one remote one (rma_iov_limit 1), both there */
+static bool rma_msg_ok(const struct fi_msg_rma *msg)
+{
+	return msg && msg->iov_count == 1 && msg->rma_iov_count == 1 && msg->msg_iov &&
+	       msg->rma_iov;
+}
+
 static ssize_t rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1)
+	if (!rma_msg_ok(msg))
 		return -FI_EINVAL;
 	return rma_post(EP(fep), false, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len,
 			msg->desc ? msg->desc[0] : NULL, msg->addr, msg->rma_iov[0].addr,
-			msg->rma_iov[0].key, 0, flags, msg->context);
+			msg->rma_iov[0].key, 0, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -241,7 +249,7 @@ static ssize_t rma_write(struct fid_ep *fep, const void *buf, size_t len, void *
 static ssize_t rma_writev(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			  fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL;
 	return rma_post(EP(fep), true, iov[0].iov_base, iov[0].iov_len, desc ? desc[0] : NULL, dest,
 			addr, key, 0, EP(fep)->tx_op_flags, context);
@@ -249,17 +257,18 @@ static ssize_t rma_writev(struct fid_ep *fep, const struct iovec *iov, void **de
 
 static ssize_t rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1)
+	if (!rma_msg_ok(msg))
 		return -FI_EINVAL;
 	return rma_post(EP(fep), true, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len,
 			msg->desc ? msg->desc[0] : NULL, msg->addr, msg->rma_iov[0].addr,
-			msg->rma_iov[0].key, msg->data, flags, msg->context);
+			msg->rma_iov[0].key, msg->data, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t rma_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
 			  uint64_t addr, uint64_t key)
 {
-	return rma_post(EP(fep), true, (void *)buf, len, NULL, dest, addr, key, 0, FI_INJECT, NULL);
+	return rma_post(EP(fep), true, (void *)buf, len, NULL, dest, addr, key, 0,
+			FI_INJECT | FFI_NO_COMPLETION, NULL);
 }
 
 static ssize_t rma_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -273,7 +282,7 @@ static ssize_t rma_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 			      fi_addr_t dest, uint64_t addr, uint64_t key)
 {
 	return rma_post(EP(fep), true, (void *)buf, len, NULL, dest, addr, key, data,
-			FI_INJECT | FI_REMOTE_CQ_DATA, NULL);
+			FI_INJECT | FFI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL);
 }
 
 struct fi_ops_rma ffi_rma_ops = {
@@ -312,7 +321,8 @@ static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	r = ffi_query_atomic(&ep->dom->domain, dt, aop, NULL, qflags[kind]);
 	if (r)
 		return r;
-	if (count != 1)
+	if (count != 1 || (!buf && aop != FI_ATOMIC_READ) || (kind != AT_WRITE && !result) ||
+	    (kind == AT_COMPARE && !cmp))
 		return -FI_EINVAL;
 	if (key > UINT32_MAX)
 		return -FI_EKEYREJECTED;
@@ -326,8 +336,7 @@ static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	op->kind = FFI_K_RMA;
 	op->context = context;
 	op->cq_flags = FI_ATOMIC | (kind == AT_WRITE ? FI_WRITE : FI_READ);
-	op->comp = !(flags & FI_INJECT) &&
-		   (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+	op->comp = ffi_tx_comp(ep, flags);
 	op->result = kind == AT_WRITE ? NULL : result;
 	op->result_len = sizeof(uint64_t);
 	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)ffi_op_slot(ep, op), sizeof(uint64_t),
@@ -384,26 +393,32 @@ static ssize_t at_writev(struct fid_ep *fep, const struct fi_ioc *iov, void **de
 			 fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
 			 enum fi_op aop, void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL;
 	return at_write(fep, iov[0].addr, iov[0].count, desc ? desc[0] : NULL, dest, addr, key, dt,
 			aop, context);
 }
 
+static bool at_msg_ok(const struct fi_msg_atomic *msg)
+{
+	return msg && msg->iov_count == 1 && msg->rma_iov_count == 1 && msg->msg_iov &&
+	       msg->rma_iov;
+}
+
 static ssize_t at_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg, uint64_t flags)
 {
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1)
+	if (!at_msg_ok(msg))
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_WRITE, msg->msg_iov[0].addr, msg->msg_iov[0].count, NULL,
 			   NULL, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
-			   msg->datatype, msg->op, flags, msg->context);
+			   msg->datatype, msg->op, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t at_inject(struct fid_ep *fep, const void *buf, size_t count, fi_addr_t dest,
 			 uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op aop)
 {
 	return atomic_post(EP(fep), AT_WRITE, buf, count, NULL, NULL, dest, addr, key, dt, aop,
-			   FI_INJECT, NULL);
+			   FI_INJECT | FFI_NO_COMPLETION, NULL);
 }
 
 static ssize_t at_readwrite(struct fid_ep *fep, const void *buf, size_t count, void *desc,
@@ -423,7 +438,7 @@ static ssize_t at_readwritev(struct fid_ep *fep, const struct fi_ioc *iov, void 
 {
 	(void)desc;
 	(void)result_desc;
-	if (count != 1 || result_count != 1)
+	if (count != 1 || result_count != 1 || !iov || !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_FETCH, iov[0].addr, iov[0].count, NULL, resultv[0].addr,
 			   dest, addr, key, dt, aop, EP(fep)->tx_op_flags, context);
@@ -434,11 +449,11 @@ static ssize_t at_readwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *m
 			       uint64_t flags)
 {
 	(void)result_desc;
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1 || result_count != 1)
+	if (!at_msg_ok(msg) || result_count != 1 || !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_FETCH, msg->msg_iov[0].addr, msg->msg_iov[0].count, NULL,
 			   resultv[0].addr, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
-			   msg->datatype, msg->op, flags, msg->context);
+			   msg->datatype, msg->op, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t at_compwrite(struct fid_ep *fep, const void *buf, size_t count, void *desc,
@@ -462,7 +477,8 @@ static ssize_t at_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void 
 	(void)desc;
 	(void)compare_desc;
 	(void)result_desc;
-	if (count != 1 || compare_count != 1 || result_count != 1)
+	if (count != 1 || compare_count != 1 || result_count != 1 || !iov || !comparev ||
+	    !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_COMPARE, iov[0].addr, iov[0].count, comparev[0].addr,
 			   resultv[0].addr, dest, addr, key, dt, aop, EP(fep)->tx_op_flags, context);
@@ -475,12 +491,12 @@ static ssize_t at_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *m
 {
 	(void)compare_desc;
 	(void)result_desc;
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1 || compare_count != 1 ||
-	    result_count != 1)
+	if (!at_msg_ok(msg) || compare_count != 1 || result_count != 1 || !comparev || !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_COMPARE, msg->msg_iov[0].addr, msg->msg_iov[0].count,
 			   comparev[0].addr, resultv[0].addr, msg->addr, msg->rma_iov[0].addr,
-			   msg->rma_iov[0].key, msg->datatype, msg->op, flags, msg->context);
+			   msg->rma_iov[0].key, msg->datatype, msg->op, flags & ~FFI_NO_COMPLETION,
+			   msg->context);
 }
 
 static int valid(struct fid_ep *fep, enum fi_datatype dt, enum fi_op aop, size_t *count,

@@ -6,7 +6,7 @@
 #                lists an RDM endpoint with FI_MSG, FI_TAGGED, FI_RMA, FI_ATOMIC and a DGRAM
 #                endpoint with FI_MSG, and no MSG endpoint; their limits are falcond's
 #   capabilities the C programs of tests/fabric (tagged, RMA, atomics, CQ data, errors,
-#                DGRAM)
+#                DGRAM, bad input and completion flags: fi_contract)
 #   fi_pingpong  -e rdm (msg and tagged) 8 B .. 64 KiB and 1 MiB (rendezvous: a tenth of the
 #                round trips) and -e dgram 8 B .. 1 KiB, data
 #                checked (-c), server in one namespace, client in the other; beside them,
@@ -108,7 +108,7 @@ else
 fi
 
 # ---- the capability programs ----
-for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram; do
+for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram fi_contract; do
 	# shellcheck disable=SC2046
 	e2e_check "provider capability: $t" env $(fenv a) timeout 300 "$BUILD/tests/fabric/$t" \
 		"$TD_SOCK_A" "$TD_CM_A" "$TD_SOCK_B" "$TD_CM_B"
