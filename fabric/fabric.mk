@@ -29,3 +29,11 @@ install: install-fabric
 install-fabric: $(FABRIC_PROV)
 	install -d $(DESTDIR)$(PREFIX)/lib/libfabric
 	install -m 755 $(FABRIC_PROV) $(DESTDIR)$(PREFIX)/lib/libfabric/
+
+# the provider's API under libFuzzer (tests/fuzz/fuzz_fabric.c): the provider and the client
+# library compiled into the target, a falcond (--io udp) started by it
+build-fuzz/fuzz_fabric: tests/fuzz/fuzz_fabric.c $(FABRIC_SRCS) fabric/ffi.h lib/client.c \
+		$(wildcard include/falcon/*.h) $(FALCOND)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -Ifabric -DFUZZ_FALCOND='"$(abspath $(FALCOND))"' $< $(FABRIC_SRCS) \
+		lib/client.c -o $@ -lfabric -lpthread

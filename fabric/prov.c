@@ -368,7 +368,8 @@ static ssize_t eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t le
 		return -FI_ETOOSMALL;
 	if (event)
 		*event = ev->event;
-	memcpy(buf, ev->u.raw, ev->len);
+	if (ev->len)
+		memcpy(buf, ev->u.raw, ev->len);
 	if (!(flags & FI_PEEK)) {
 		eq->head = (eq->head + 1) % eq->size;
 		if (--eq->count == 0 && read(eq->efd, &v, sizeof(v)) < 0)
@@ -414,7 +415,8 @@ static ssize_t eq_write(struct fid_eq *feq, uint32_t event, const void *buf, siz
 	ev->len = len;
 	ev->err = false;
 	(void)flags;
-	memcpy(ev->u.raw, buf, len);
+	if (len)
+		memcpy(ev->u.raw, buf, len);
 	eq->count++;
 	if (write(eq->efd, &one, sizeof(one)) < 0)
 		return -errno;

@@ -172,9 +172,9 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 
 		op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)buf, (uint32_t)len, mr->fmr->lkey };
 	} else {
-		if (write)
+		if (write && len)
 			memcpy(slot, buf, len);
-		else {
+		else if (!write) {
 			op->result = buf;
 			op->result_len = len;
 		}
