@@ -4,6 +4,7 @@
  * vector and its cache of address handles, and which atomics the provider has.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,11 +179,68 @@ fi_addr_t ffi_av_find(struct ffi_av *av, const struct ffi_addr *a)
 	return FI_ADDR_NOTAVAIL;
 }
 
+/* A free slot of av (grown as needed): its index, or av->cap when none can be had. */
+static size_t av_slot(struct ffi_av *av)
+{
+	size_t ncap, old = av->cap;
+	struct ffi_av_entry *t;
+
+	for (size_t j = 0; j < av->cap; j++)
+		if (!av->tab[j].used)
+			return j;
+	ncap = av->cap ? av->cap * 2 : 16;
+	if (ncap > FFI_AV_MAX || !(t = realloc(av->tab, ncap * sizeof(*t))))
+		return av->cap;
+	memset(t + old, 0, (ncap - old) * sizeof(*t));
+	av->tab = t;
+	av->cap = ncap;
+	return old;
+}
+
+static int resolve_ms(void)
+{
+	int ms = 0;
+
+	if (fi_param_get_int(&ffi_prov, "resolve_ms", &ms) || ms <= 0)
+		ms = FFI_RESOLVE_MS;
+	return ms;
+}
+
+/* Insert a (resolving it first when only its node and service are known): its fi_addr,
+ * or FI_ADDR_NOTAVAIL (a bad address, no answer from its name socket, a full AV). */
+static fi_addr_t av_add(struct ffi_av *av, const struct ffi_addr *in)
+{
+	struct ffi_addr a = *in;
+	uint16_t svc = 0;
+	char host[64];
+	size_t slot;
+
+	if (a.flags & FFI_AF_SVC) {
+		svc = (uint16_t)a.qpn;
+		if (ffi_name_resolve(in, resolve_ms(), &a, &svc)) {
+			FFI_WARN(FI_LOG_AV, "no endpoint answers at port %u\n", svc);
+			return FI_ADDR_NOTAVAIL;
+		}
+	}
+	/* the AH (falcond's session with the peer's daemon) is made on first use, not
+	 * here: an MPI job inserts every rank's address, and a daemon that does not answer
+	 * (under psp: one whose allow-list lacks this daemon's key, its own included)
+	 * would hold up the insert for every such entry */
+	if (ffi_addr_host(&a, host, sizeof(host)))
+		return FI_ADDR_NOTAVAIL;
+	slot = av_slot(av);
+	if (slot == av->cap)
+		return FI_ADDR_NOTAVAIL;
+	av->tab[slot] = (struct ffi_av_entry){ .addr = a, .svc = svc, .ah = NULL, .used = true };
+	av->count++;
+	return slot;
+}
+
 static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr,
 		     uint64_t flags, void *context)
 {
 	struct ffi_av *av = (struct ffi_av *)fav;
-	const struct ffi_addr *in = addr;
+	size_t stride = ffi_addrlen(av->dom->addr_format);
 	int done = 0;
 
 	(void)context;
@@ -191,55 +249,36 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 	if (count && !addr)
 		return -FI_EINVAL; /* fi_av(3): the addresses are the caller's to give */
 	for (size_t i = 0; i < count; i++) {
-		size_t slot = av->cap;
-		char host[64];
+		struct ffi_addr a;
+		fi_addr_t fa = FI_ADDR_NOTAVAIL;
 
-		for (size_t j = 0; j < av->cap; j++)
-			if (!av->tab[j].used) {
-				slot = j;
-				break;
-			}
-		if (slot == av->cap) {
-			size_t ncap = av->cap ? av->cap * 2 : 16;
-			struct ffi_av_entry *t;
-
-			if (ncap > FFI_AV_MAX || !(t = realloc(av->tab, ncap * sizeof(*t)))) {
-				if (fi_addr)
-					fi_addr[i] = FI_ADDR_NOTAVAIL;
-				continue;
-			}
-			memset(t + av->cap, 0, (ncap - av->cap) * sizeof(*t));
-			av->tab = t;
-			av->cap = ncap;
-		}
-		/* the AH (falcond's session with the peer's daemon) is made on first use,
-		 * not here: an MPI job inserts every rank's address, and a daemon that
-		 * does not answer (under psp: one whose allow-list lacks this daemon's
-		 * key, its own included) would hold up the insert for every such entry */
-		if (ffi_addr_host(&in[i], host, sizeof(host))) {
-			if (fi_addr)
-				fi_addr[i] = FI_ADDR_NOTAVAIL;
-			continue;
-		}
-		av->tab[slot] = (struct ffi_av_entry){ .addr = in[i], .ah = NULL, .used = true };
-		av->count++;
+		if (!ffi_addr_from(av->dom->addr_format, (const uint8_t *)addr + i * stride, &a))
+			fa = av_add(av, &a);
 		if (fi_addr)
-			fi_addr[i] = slot;
-		done++;
+			fi_addr[i] = fa;
+		done += fa != FI_ADDR_NOTAVAIL;
 	}
 	return done;
 }
 
-static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+/* node:service names an endpoint's name socket (name.c): the address it answers. */
+static int av_insertsvc(struct fid_av *fav, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	(void)av;
-	(void)node;
-	(void)service;
-	(void)fi_addr;
-	(void)flags;
+	struct ffi_av *av = (struct ffi_av *)fav;
+	struct ffi_addr a;
+	fi_addr_t fa;
+
 	(void)context;
-	return -FI_ENOSYS; /* a falcon address needs the endpoint's QP number */
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (!node || !service || ffi_addr_of_node(node, service, av->dom->self.family, &a) ||
+	    !a.qpn)
+		return -FI_EINVAL;
+	fa = av_add(av, &a);
+	if (fi_addr)
+		*fi_addr = fa;
+	return fa != FI_ADDR_NOTAVAIL;
 }
 
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
@@ -277,26 +316,35 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrl
 	const struct ffi_av_entry *e = ffi_av_get((struct ffi_av *)fav, fa);
 	size_t n;
 
+	uint8_t out[sizeof(struct sockaddr_in6) + sizeof(struct ffi_addr)];
+	size_t len;
+
 	if (!e || !addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
-	n = *addrlen < sizeof(e->addr) ? *addrlen : sizeof(e->addr);
-	memcpy(addr, &e->addr, n);
-	*addrlen = sizeof(e->addr);
+	len = ffi_addrlen(((struct ffi_av *)fav)->dom->addr_format);
+	ffi_addr_to(((struct ffi_av *)fav)->dom->addr_format, &e->addr, e->svc, out);
+	n = *addrlen < len ? *addrlen : len;
+	if (n)
+		memcpy(addr, out, n);
+	*addrlen = len;
 	return 0;
 }
 
-static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len)
+static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, size_t *len)
 {
-	const struct ffi_addr *a = addr;
+	struct ffi_av *av = (struct ffi_av *)fav;
+	struct ffi_addr a;
 	char host[64], s[96];
 	int n;
 
-	(void)av;
-	if (!a || !len || (*len && !buf))
+	if (!addr || !len || (*len && !buf))
 		return NULL;
-	if (ffi_addr_host(a, host, sizeof(host)))
+	if (ffi_addr_from(av->dom->addr_format, addr, &a) || ffi_addr_host(&a, host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
-	n = snprintf(s, sizeof(s), "falcon://%s/qp%u", host, a->qpn);
+	if (a.flags & FFI_AF_SVC) /* the name socket's address: host without the CM port */
+		n = snprintf(s, sizeof(s), "falcon://%s/svc%u", host, a.qpn);
+	else
+		n = snprintf(s, sizeof(s), "falcon://%s/qp%u", host, a.qpn);
 	if (*len)
 		snprintf(buf, *len, "%s", s);
 	*len = (size_t)n + 1;
@@ -540,6 +588,8 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	dom->fab = (struct ffi_fabric *)fabric;
 	dom->api_version = info && info->fabric_attr ? info->fabric_attr->api_version : 0;
 	dom->mr_mode = info && info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;
+	dom->addr_format = info && ffi_addrlen(info->addr_format) ? info->addr_format :
+			   FFI_ADDR_FALCON;
 	dom->domain.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain.fid.context = context;
 	dom->domain.fid.ops = &domain_fi_ops;

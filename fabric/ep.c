@@ -1460,10 +1460,10 @@ static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
 	if (!addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
 	n = *addrlen;
-	*addrlen = sizeof(ep->self);
-	if (n < sizeof(ep->self))
+	*addrlen = ffi_addrlen(ep->dom->addr_format);
+	if (n < *addrlen)
 		return -FI_ETOOSMALL;
-	memcpy(addr, &ep->self, sizeof(ep->self));
+	ffi_addr_to(ep->dom->addr_format, &ep->self, ep->svc, addr);
 	return 0;
 }
 
@@ -1603,6 +1603,7 @@ static void ep_free(struct ffi_ep *ep)
 			free(j);
 		}
 	}
+	ffi_name_close(ep);
 	if (ep->ud)
 		falcon_destroy_qp(ep->ud);
 	if (ep->srq)
@@ -1747,6 +1748,7 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	if (!ep)
 		return -FI_ENOMEM;
 	ep->dom = dom;
+	ep->name_fd = ep->name_stop = -1;
 	ep->type = info->ep_attr->type;
 	ep->caps = info->caps ? info->caps :
 		   (ep->type == FI_EP_RDM ? FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC : FI_MSG);
@@ -1807,6 +1809,18 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	}
 	ep->self = dom->self;
 	ep->self.qpn = ep->ud->qp_num;
+	{
+		/* the name socket on the service of src_addr (FI_SOURCE), else on any port */
+		struct ffi_addr src;
+		uint16_t port = 0;
+
+		if (info->src_addr && info->src_addrlen == ffi_addrlen(dom->addr_format) &&
+		    !ffi_addr_from(dom->addr_format, info->src_addr, &src) &&
+		    (src.flags & FFI_AF_SVC))
+			port = (uint16_t)src.qpn;
+		if ((r = ffi_name_open(ep, port)))
+			goto fail_r;
+	}
 
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = context;

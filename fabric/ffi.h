@@ -16,8 +16,12 @@
  *   endpoint         one falcon CQ, a UD QP (its address), a pool of bounce buffers;
  *                    RDM: an SRQ for every RC QP it has, one RC QP per peer
  *
- * Addresses: struct ffi_addr is what fi_getname returns: the endpoint's daemon (IPv4 or
- * IPv6 address and CM port) and the number of its UD QP. The provider cannot ask the
+ * Addresses: struct ffi_addr is what fi_getname returns (FFI_ADDR_FALCON, the default
+ * format): the endpoint's daemon (IPv4 or IPv6 address and CM port) and the number of its
+ * UD QP. FI_SOCKADDR_IN / IN6 name the daemon's IP and the port of the endpoint's name
+ * socket instead, and fi_getinfo's node and service name such a socket: fi_av_insert asks
+ * it for the endpoint's whole address (name.c), which is how programs that exchange
+ * addresses in-band find their server. The provider cannot ask the
  * daemon for its own CM address (libfalcon-client has no call for it): it comes from
  * FI_FALCON_ADDR ("host[:cm-port]"), else the first IPv4 address of an interface that is
  * up and not loopback, else 127.0.0.1, with FALCON_CM_PORT_DEFAULT.
@@ -85,6 +89,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/queue.h>
 
 #include <rdma/fabric.h>
@@ -131,14 +136,20 @@
  * and its kin only lets the buffer go (the completion follows FI_COMPLETION). */
 #define FFI_NO_COMPLETION (1ull << 63)
 
-/* An endpoint's address: what fi_getname returns and fi_av_insert takes. */
+/* An endpoint's address: what fi_getname returns and fi_av_insert takes in the
+ * provider's own format (FFI_ADDR_FALCON; name.c has the sockaddr ones). */
 struct ffi_addr {
 	uint8_t family;             /* 4 or 6 */
-	uint8_t pad;
+	uint8_t flags;              /* FFI_AF_* */
 	uint16_t cm_port;           /* the daemon's CM port, host order */
-	uint32_t qpn;               /* the endpoint's UD QP */
+	uint32_t qpn;               /* the endpoint's UD QP (FFI_AF_SVC: a service port) */
 	uint8_t ip[16];             /* IPv4 in the first 4 bytes */
 };
+#define FFI_AF_SVC 0x1u             /* known by node and service only: fi_av_insert asks the
+				       endpoint's name socket at ip:qpn (name.c) */
+/* the provider's address format (provider specific formats have FI_PROV_SPECIFIC) */
+#define FFI_ADDR_FALCON (FI_PROV_SPECIFIC | 0x46u)
+#define FFI_RESOLVE_MS 5000         /* fi_av_insert's wait for a name (FI_FALCON_RESOLVE_MS) */
 
 /* In front of every message the provider sends. */
 enum ffi_hop {
@@ -217,6 +228,7 @@ struct ffi_domain {
 	struct falcon_device_attr dev; /* the daemon's limits (ffi_query_device) */
 	uint64_t mr_mode;
 	uint32_t api_version;
+	uint32_t addr_format;       /* FFI_ADDR_FALCON, FI_SOCKADDR_IN or FI_SOCKADDR_IN6 */
 	int refs;                   /* objects open on it */
 	LIST_HEAD(, ffi_ah) ahs;
 };
@@ -229,6 +241,7 @@ struct ffi_mr {
 
 struct ffi_av_entry {
 	struct ffi_addr addr;
+	uint16_t svc;               /* the endpoint's name port (sockaddr formats), 0: unknown */
 	struct ffi_ah *ah;          /* made on first use (DGRAM; RDM peers hold their own) */
 	bool used;
 };
@@ -426,6 +439,10 @@ struct ffi_ep {
 	struct falcon_qp *ud;
 	struct falcon_srq *srq;
 	struct ffi_addr self;
+	uint16_t svc;               /* the port of its name socket (name.c) */
+	int name_fd, name_stop;
+	pthread_t name_thread;
+	bool name_running;
 
 	uint8_t *pool;              /* tx slots, SRQ slots, UD slots */
 	size_t pool_len;
@@ -468,6 +485,15 @@ int ffi_self_addr(struct ffi_addr *a);
 /* falcon_query_device on ctx into dev; a daemon that predates it (-EOPNOTSUPP) gets the
  * limits such daemons had (FFI_OLD_WR_MAX per WR, MTU 4096...). 0 or a negative errno. */
 int ffi_query_device(struct falcon_context *ctx, struct falcon_device_attr *dev);
+
+/* name.c */
+size_t ffi_addrlen(uint32_t fmt);
+int ffi_addr_from(uint32_t fmt, const void *p, struct ffi_addr *a);
+void ffi_addr_to(uint32_t fmt, const struct ffi_addr *a, uint16_t svc, void *p);
+int ffi_addr_of_node(const char *node, const char *service, int family, struct ffi_addr *a);
+int ffi_name_resolve(const struct ffi_addr *a, int timeout_ms, struct ffi_addr *out, uint16_t *svc);
+int ffi_name_open(struct ffi_ep *ep, uint16_t port);
+void ffi_name_close(struct ffi_ep *ep);
 
 /* domain.c */
 int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info,

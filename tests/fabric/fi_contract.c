@@ -18,7 +18,16 @@
  *   trywait     fi_trywait on the CQs is 0 or -FI_EAGAIN, never -FI_ENOSYS; after 0, a
  *               message from the peer makes the CQ's wait fd readable (a program that
  *               sleeps on it wakes)
+ *   getinfo     hints as fi_getinfo(3) defines them (fabtests' fi_getinfo_test): a src_addr
+ *               always, a dest_addr from node and service; tx caps without receive or
+ *               domain bits, rx caps without transmit bits, domain caps set; msg_order
+ *               returned as asked (FI_ORDER_SAS) or refused (FI_ORDER_RAW); FI_MR_BASIC
+ *               answered FI_MR_BASIC, FI_MR_SCALABLE refused at 1.0 and 1.17; FI_SHARED_AV
+ *               refused; FI_SOURCE without node or service -FI_EINVAL; FI_SOCKADDR_IN
+ *               addresses are sockaddr_in
  */
+#include <netinet/in.h>
+
 #include "fitest.h"
 
 struct target {
@@ -115,6 +124,89 @@ static void bad_input(struct fit *t)
 	CHECK(fit_quiet(t->txcq, 50), "a refused operation completed");
 	(void)e;
 	(void)err;
+}
+
+static struct fi_info *gi_hints(uint64_t caps)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		fit_die("fi_allocinfo", -ENOMEM);
+	h->caps = caps;
+	h->ep_attr->type = FI_EP_RDM;
+	h->fabric_attr->prov_name = strdup("falcon");
+	h->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+	return h;
+}
+
+/* fi_getinfo with h at version v: its return value; the info (if any) into *out */
+static int gi(uint32_t v, const char *node, const char *svc, uint64_t flags, struct fi_info *h,
+	      struct fi_info **out)
+{
+	struct fi_info *fi = NULL;
+	int r = fi_getinfo(v, node, svc, flags, h, &fi);
+
+	if (out)
+		*out = fi;
+	else
+		fi_freeinfo(fi);
+	fi_freeinfo(h);
+	return r;
+}
+
+static void getinfo_checks(void)
+{
+	const uint64_t tx_ok = FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE;
+	const uint64_t rx_ok = FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_DIRECTED_RECV | FI_RECV |
+			       FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_MULTI_RECV;
+	struct fi_info *fi = NULL, *h;
+	int r;
+
+	r = gi(FI_VERSION(1, 17), NULL, NULL, 0, gi_hints(0), &fi);
+	CHECK(r == 0 && fi, "fi_getinfo without node: %d", r);
+	for (struct fi_info *i = fi; i; i = i->next) {
+		CHECK(i->src_addr && i->src_addrlen, "no src_addr");
+		CHECK(!(i->tx_attr->caps & ~tx_ok), "tx caps %#" PRIx64 " beyond transmit ones",
+		      i->tx_attr->caps);
+		CHECK(!(i->rx_attr->caps & ~rx_ok), "rx caps %#" PRIx64 " beyond receive ones",
+		      i->rx_attr->caps);
+		CHECK(i->domain_attr->caps & FI_REMOTE_COMM, "no domain caps");
+	}
+	fi_freeinfo(fi);
+	r = gi(FI_VERSION(1, 17), "127.0.0.1", "9228", 0, gi_hints(FI_MSG), &fi);
+	CHECK(r == 0 && fi && fi->dest_addr && fi->src_addr, "node and service: %d, no addresses", r);
+	fi_freeinfo(fi);
+	r = gi(FI_VERSION(1, 17), NULL, NULL, FI_SOURCE, gi_hints(FI_MSG), NULL);
+	CHECK(r == -FI_EINVAL || r == -FI_ENODATA, "FI_SOURCE without node or service: %d", r);
+	h = gi_hints(FI_MSG);
+	h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS;
+	r = gi(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi);
+	CHECK(r == 0 && fi && (fi->tx_attr->msg_order & FI_ORDER_SAS) &&
+	      (fi->rx_attr->msg_order & FI_ORDER_SAS), "FI_ORDER_SAS asked: %d", r);
+	fi_freeinfo(fi);
+	h = gi_hints(FI_MSG);
+	h->tx_attr->msg_order = FI_ORDER_RAW;
+	CHECK(gi(FI_VERSION(1, 17), NULL, NULL, 0, h, NULL) == -FI_ENODATA, "FI_ORDER_RAW granted");
+	h = gi_hints(FI_RMA);
+	h->domain_attr->mr_mode = FI_MR_BASIC;
+	r = gi(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi);
+	CHECK(r == 0 && fi && fi->domain_attr->mr_mode == FI_MR_BASIC, "FI_MR_BASIC: %d, %d", r,
+	      fi ? fi->domain_attr->mr_mode : -1);
+	fi_freeinfo(fi);
+	h = gi_hints(FI_RMA);
+	h->domain_attr->mr_mode = FI_MR_SCALABLE;
+	CHECK(gi(FI_VERSION(1, 0), NULL, NULL, 0, h, NULL) == -FI_ENODATA, "FI_MR_SCALABLE at 1.0");
+	h = gi_hints(FI_MSG);
+	h->domain_attr->caps = FI_SHARED_AV;
+	CHECK(gi(FI_VERSION(1, 17), NULL, NULL, 0, h, NULL) == -FI_ENODATA, "FI_SHARED_AV granted");
+	CHECK(gi(FI_VERSION(1, 17), NULL, NULL, 0, gi_hints(FI_MSG | FI_SHARED_AV), NULL) ==
+	      -FI_ENODATA, "FI_SHARED_AV granted (caps)");
+	h = gi_hints(FI_MSG);
+	h->addr_format = FI_SOCKADDR_IN;
+	r = gi(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi);
+	CHECK(r == 0 && fi && fi->addr_format == FI_SOCKADDR_IN &&
+	      fi->src_addrlen == sizeof(struct sockaddr_in), "FI_SOCKADDR_IN: %d", r);
+	fi_freeinfo(fi);
 }
 
 /* the number of completions on cq within ms */
@@ -223,6 +315,8 @@ static void run(struct fit *t)
 	int r;
 
 	bad_input(t);
+	if (!t->role)
+		getinfo_checks();
 	fit_sync(t);
 	if (t->role) {
 		r = fi_mr_reg(t->domain, target, sizeof(target), FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0,
