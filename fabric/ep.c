@@ -43,7 +43,7 @@ struct ffi_op *ffi_op_get(struct ffi_ep *ep)
 	op->result_len = 0;
 	op->peer = NULL;
 	op->comp = false;
-	op->rndv_mr = NULL;
+	op->rsend = -1;
 	op->rrx = NULL;
 	op->rjob = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
@@ -62,7 +62,7 @@ struct ffi_op *ffi_op_get_any(struct ffi_ep *ep)
 	op->peer = NULL;
 	op->comp = false;
 	op->result = NULL;
-	op->rndv_mr = NULL;
+	op->rsend = -1;
 	op->rrx = NULL;
 	op->rjob = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
@@ -76,11 +76,51 @@ void ffi_op_put(struct ffi_ep *ep, struct ffi_op *op)
 	ep->ops_free++;
 }
 
+/* ---- rendezvous sends waiting for their FIN ---- */
+
+static struct ffi_rsend *rsend_get(struct ffi_ep *ep)
+{
+	struct ffi_rsend *rs;
+
+	if (!ep->nrsend_free)
+		return NULL;
+	rs = &ep->rsends[ep->rsend_free[--ep->nrsend_free]];
+	rs->in_use = true;
+	return rs;
+}
+
+static void rsend_put(struct ffi_ep *ep, struct ffi_rsend *rs)
+{
+	if (rs->mr)
+		falcon_dereg_mr(rs->mr);
+	rs->mr = NULL;
+	rs->in_use = false;
+	ep->rsend_free[ep->nrsend_free++] = (uint32_t)(rs - ep->rsends);
+}
+
+/* The rendezvous send of op's announcement, while it still waits (NULL: it ended). */
+static struct ffi_rsend *op_rsend(struct ffi_ep *ep, const struct ffi_op *op)
+{
+	struct ffi_rsend *rs;
+
+	if (op->rsend < 0)
+		return NULL;
+	rs = &ep->rsends[op->rsend];
+	return rs->in_use && rs->seq == op->seq ? rs : NULL;
+}
+
 static void op_fail(struct ffi_ep *ep, struct ffi_op *op, int err, int prov_errno)
 {
+	struct ffi_rsend *rs = op_rsend(ep, op);
 	struct ffi_cqe e = { .e = { .op_context = op->context, .flags = op->cq_flags },
 			     .src = FI_ADDR_NOTAVAIL, .err = err, .prov_errno = prov_errno };
 
+	if (op->rsend >= 0 && !rs) {
+		ffi_op_put(ep, op); /* its send completed at the FIN already */
+		return;
+	}
+	if (rs)
+		rsend_put(ep, rs);
 	if (op->kind != FFI_K_CTRL)
 		ffi_cq_push(ep->tx_cq, &e);
 	ffi_op_put(ep, op);
@@ -135,11 +175,24 @@ static struct ffi_peer *peer_by_qpn(struct ffi_ep *ep, uint32_t qpn)
 	return NULL;
 }
 
+/* The peer's fi_addr: cached while its AV entry stays, looked up again when the entry
+ * went (fi_av_remove) or was not there yet (a peer that spoke first: inserted later). */
 static fi_addr_t peer_fa(struct ffi_ep *ep, struct ffi_peer *p)
 {
-	if (p->fa == FI_ADDR_NOTAVAIL)
+	const struct ffi_av_entry *e = p->fa == FI_ADDR_NOTAVAIL ? NULL : ffi_av_get(ep->av, p->fa);
+
+	if (!e || ffi_addr_cmp(&e->addr, &p->addr))
 		p->fa = ffi_av_find(ep->av, &p->addr);
 	return p->fa;
+}
+
+/* The source of a queued message: a sender that was not in the AV when the message came
+ * may be now (a directed receive from it must match; issue 25's osu_allreduce hang). */
+static fi_addr_t unexp_src(struct ffi_ep *ep, struct ffi_unexp *u)
+{
+	if (u->peer)
+		u->src = peer_fa(ep, u->peer);
+	return u->src;
 }
 
 static void peer_free(struct ffi_ep *ep, struct ffi_peer *p, int err)
@@ -591,26 +644,24 @@ static void rndv_pump(struct ffi_ep *ep)
 /* FIN from the receiver: the rendezvous send (op token, sequence seq) completes. */
 static void rndv_fin(struct ffi_ep *ep, uint32_t token, uint64_t seq)
 {
-	struct ffi_op *op;
+	struct ffi_rsend *rs;
 
-	if (token >= FFI_TX_SLOTS) {
+	if (token >= FFI_RSEND_MAX) {
 		ep->rx_drops++;
 		return;
 	}
-	op = &ep->ops[token];
-	if (!op->in_use || !op->rndv_mr || op->seq != seq) {
+	rs = &ep->rsends[token];
+	if (!rs->in_use || rs->seq != seq) {
 		ep->rx_drops++;
 		return;
 	}
-	falcon_dereg_mr(op->rndv_mr);
-	op->rndv_mr = NULL;
-	if (op->comp) {
-		struct ffi_cqe e = { .e = { .op_context = op->context, .flags = op->cq_flags },
+	if (rs->comp) {
+		struct ffi_cqe e = { .e = { .op_context = rs->context, .flags = rs->cq_flags },
 				     .src = FI_ADDR_NOTAVAIL };
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
-	ffi_op_put(ep, op);
+	rsend_put(ep, rs);
 }
 
 /* A queued rendezvous message the application discards: FIN only (the sender's op
@@ -729,15 +780,13 @@ static void on_tx(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *
 		return;
 	}
 	if (wc->status != FALCON_WC_SUCCESS) {
-		if (op->rndv_mr) {
-			falcon_dereg_mr(op->rndv_mr);
-			op->rndv_mr = NULL;
-		}
 		op_fail(ep, op, ffi_err_of_status(wc->status), (int)wc->status);
 		return;
 	}
-	if (op->rndv_mr)
-		return; /* the announcement went out: the op completes at the receiver's FIN */
+	if (op->rsend >= 0) {
+		ffi_op_put(ep, op); /* the announcement went out: the send completes at the FIN */
+		return;
+	}
 	if (op->kind == FFI_K_RMA) {
 		ffi_rma_complete(ep, op);
 		return;
@@ -1005,7 +1054,8 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		return 0;
 	}
 	TAILQ_FOREACH(u, &ep->unexp, link)
-		if (!u->claim && (u->h.op == FFI_OP_TAGGED) == tagged && rx_matches(ep, rx, &u->h, u->src))
+		if (!u->claim && (u->h.op == FFI_OP_TAGGED) == tagged &&
+		    rx_matches(ep, rx, &u->h, unexp_src(ep, u)))
 			break;
 	if (flags & FI_PEEK) {
 		struct ffi_cqe e = { .e = { .op_context = context, .flags = FI_RECV | FI_TAGGED } };
@@ -1063,16 +1113,21 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 			 uint64_t data, uint64_t flags, void *context, bool tagged)
 {
-	struct ffi_op *op = ffi_op_get(ep);
+	struct ffi_rsend *rs = rsend_get(ep);
+	struct ffi_op *op = rs ? ffi_op_get(ep) : NULL;
 	struct ffi_hdr *h;
 	struct ffi_rndv *rv;
 	ssize_t r;
 
-	if (!op)
+	if (!op) {
+		if (rs)
+			rsend_put(ep, rs);
 		return -FI_EAGAIN;
-	op->rndv_mr = falcon_reg_mr(ep->dom->pd, buf, len, FALCON_ACCESS_REMOTE_READ);
-	if (!op->rndv_mr) {
+	}
+	rs->mr = falcon_reg_mr(ep->dom->pd, buf, len, FALCON_ACCESS_REMOTE_READ);
+	if (!rs->mr) {
 		r = -errno;
+		rsend_put(ep, rs);
 		ffi_op_put(ep, op);
 		return r;
 	}
@@ -1088,21 +1143,21 @@ static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t des
 	rv = (struct ffi_rndv *)(h + 1);
 	rv->addr = (uint64_t)(uintptr_t)buf;
 	rv->len = len;
-	rv->rkey = op->rndv_mr->rkey;
-	rv->token = op->idx;
-	rv->seq = op->seq = ++ep->seq;
+	rv->rkey = rs->mr->rkey;
+	rv->token = (uint32_t)(rs - ep->rsends);
+	rv->seq = rs->seq = op->seq = ++ep->seq;
+	rs->context = op->context = context;
+	rs->cq_flags = op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	rs->comp = ffi_tx_comp(ep, flags);
+	op->rsend = (int32_t)rv->token;
 	op->kind = FFI_K_SEND;
-	op->context = context;
-	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	op->comp = ffi_tx_comp(ep, flags);
 	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)h, sizeof(*h) + sizeof(*rv),
 				       ep->pool_mr->lkey };
 	op->wr.num_sge = 1;
 	op->wr.opcode = FALCON_WR_SEND;
 	r = ffi_op_submit(ep, op, dest);
 	if (r) {
-		falcon_dereg_mr(op->rndv_mr);
-		op->rndv_mr = NULL;
+		rsend_put(ep, rs);
 		ffi_op_put(ep, op);
 	}
 	return r;
@@ -1589,9 +1644,9 @@ static void ep_free(struct ffi_ep *ep)
 				falcon_dereg_mr(r->mr);
 			free(r);
 		}
-		for (uint32_t i = 0; i < FFI_TX_SLOTS; i++)
-			if (ep->ops[i].in_use && ep->ops[i].rndv_mr)
-				falcon_dereg_mr(ep->ops[i].rndv_mr);
+		for (uint32_t i = 0; i < FFI_RSEND_MAX; i++)
+			if (ep->rsends[i].in_use && ep->rsends[i].mr)
+				falcon_dereg_mr(ep->rsends[i].mr);
 	}
 	{
 		struct ffi_rjob *j;
@@ -1766,6 +1821,9 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 		TAILQ_INSERT_TAIL(&ep->free_ops, &ep->ops[i], link);
 	}
 	ep->ops_free = FFI_TX_SLOTS;
+	for (uint32_t i = 0; i < FFI_RSEND_MAX; i++)
+		ep->rsend_free[i] = FFI_RSEND_MAX - 1 - i;
+	ep->nrsend_free = FFI_RSEND_MAX;
 	if (fi_param_get_int(&ffi_prov, "conn_timeout_ms", &ep->conn_timeout_ms) ||
 	    ep->conn_timeout_ms <= 0)
 		ep->conn_timeout_ms = FFI_CONN_TIMEOUT_MS;

@@ -117,6 +117,8 @@
 #define FFI_TX_SLOTS 64u            /* operations in flight per endpoint */
 #define FFI_CTRL_RESERVE 4u         /* of them kept for REQ / REP (tx_attr->size: the rest) */
 #define FFI_RX_SLOTS 64u            /* bounce slots in the SRQ (RDM) */
+#define FFI_RSEND_MAX 256u          /* rendezvous sends waiting for FIN per endpoint (each
+				       holds an MR of the context) */
 #define FFI_UD_SLOTS 32u            /* bounce slots on the UD QP */
 #define FFI_RX_POSTED_MAX 1024u     /* posted receives per endpoint (rx_attr->size) */
 #define FFI_UNEXP_MAX 4096u         /* unexpected messages copied out per endpoint */
@@ -327,7 +329,8 @@ struct ffi_op {
 	void *result;               /* READ / fetching atomic through the slot: copy here */
 	size_t result_len;
 	struct ffi_peer *peer;      /* RDM: the connection it goes on */
-	struct falcon_mr *rndv_mr;  /* rendezvous send: the message, registered until FIN */
+	int32_t rsend;              /* the announcement of rendezvous send ep->rsends[rsend]
+				       (-1: none); the op ends when it is sent */
 	uint64_t seq;
 	struct ffi_rrx *rrx;        /* FFI_K_RREAD: the receive it reads for */
 	struct ffi_rjob *rjob;      /* FFI_K_RCHUNK: the RMA it is a piece of */
@@ -354,6 +357,17 @@ struct ffi_peer {
 	uint64_t since_ms;
 	struct ffi_op_list pending;
 	LIST_ENTRY(ffi_peer) link;
+};
+
+/* A rendezvous send waiting for its FIN. It holds no tx slot (those go back as soon as the
+ * announcement is sent): slots held until the peer's FIN deadlocked two endpoints that
+ * both sent a window of rendezvous messages, each with no slot left for its READs. */
+struct ffi_rsend {
+	void *context;
+	uint64_t cq_flags;
+	uint64_t seq;               /* the announcement's (FIN echoes it) */
+	struct falcon_mr *mr;       /* the message, registered until FIN */
+	bool comp, in_use;
 };
 
 /* A posted receive. */
@@ -452,6 +466,9 @@ struct ffi_ep {
 	struct ffi_op ops[FFI_TX_SLOTS];
 	struct ffi_op_list free_ops;
 	unsigned ops_free;
+	struct ffi_rsend rsends[FFI_RSEND_MAX];
+	uint32_t rsend_free[FFI_RSEND_MAX]; /* a stack of free indexes */
+	unsigned nrsend_free;
 
 	LIST_HEAD(, ffi_peer) peers;
 	struct ffi_rx_list rx_msg, rx_tag;

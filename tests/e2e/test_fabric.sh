@@ -6,7 +6,9 @@
 #                lists an RDM endpoint with FI_MSG, FI_TAGGED, FI_RMA, FI_ATOMIC and a DGRAM
 #                endpoint with FI_MSG, and no MSG endpoint; their limits are falcond's
 #   capabilities the C programs of tests/fabric (tagged, RMA, atomics, CQ data, errors,
-#                DGRAM, bad input, completion flags and fi_getinfo's hints: fi_contract)
+#                DGRAM, bad input, completion flags and fi_getinfo's hints: fi_contract,
+#                a window of rendezvous both ways: fi_rndv_window, a directed receive of a
+#                message that came before its sender was inserted: fi_unexp_src)
 #   in-band      fi_inband: a server named by node and service (FI_SOURCE), a client that
 #                inserts the info's dest_addr and sends its name in a message (provider
 #                and FI_SOCKADDR_IN addresses)
@@ -111,7 +113,7 @@ else
 fi
 
 # ---- the capability programs ----
-for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram fi_contract; do
+for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram fi_contract fi_rndv_window fi_unexp_src; do
 	# shellcheck disable=SC2046
 	e2e_check "provider capability: $t" env $(fenv a) timeout 300 "$BUILD/tests/fabric/$t" \
 		"$TD_SOCK_A" "$TD_CM_A" "$TD_SOCK_B" "$TD_CM_B"
