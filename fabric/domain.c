@@ -71,6 +71,7 @@ static int mr_close(struct fid *fid)
 
 	if (r)
 		return r;
+	LIST_REMOVE(mr, link);
 	mr->dom->refs--;
 	free(mr);
 	return 0;
@@ -112,6 +113,8 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		return -e;
 	}
 	mr->dom = dom;
+	mr->access = access;
+	LIST_INSERT_HEAD(&dom->mrs, mr, link);
 	mr->mr.fid.fclass = FI_CLASS_MR;
 	mr->mr.fid.context = context;
 	mr->mr.fid.ops = &mr_fi_ops;
@@ -417,30 +420,25 @@ static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fi
 	return 0;
 }
 
-/* ---- atomics: what falcon has natively, on 64-bit integers, one element ---- */
+/* ---- atomics: every op x datatype of ofi_rxm, native where falcon has the instruction
+ * (atomic.c) ---- */
 
-/* FI_SUM (FetchAdd), FI_ATOMIC_READ (FetchAdd of 0), FI_CSWAP (CmpSwap), FI_MSWAP and
- * FI_ATOMIC_WRITE (masked CmpSwap, RFC 7306, with a compare mask of 0). Everything else:
- * -FI_EOPNOTSUPP. */
+/* fi_query_atomic(3): -FI_EOPNOTSUPP for what ffi_atomic_valid refuses; the count is
+ * what one emulated atomic carries (FFI_ATOMIC_MAX bytes of operands). */
 int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
 		     struct fi_atomic_attr *attr, uint64_t flags)
 {
-	bool ok;
+	int kind = flags & FI_COMPARE_ATOMIC ? FFI_AT_COMPARE :
+		   flags & FI_FETCH_ATOMIC ? FFI_AT_FETCH : FFI_AT_WRITE;
 
 	(void)domain;
-	if (datatype != FI_INT64 && datatype != FI_UINT64)
-		return -FI_EOPNOTSUPP;
-	if (flags & FI_COMPARE_ATOMIC)
-		ok = op == FI_CSWAP || op == FI_MSWAP;
-	else if (flags & FI_FETCH_ATOMIC)
-		ok = op == FI_SUM || op == FI_ATOMIC_READ || op == FI_ATOMIC_WRITE;
-	else
-		ok = op == FI_SUM || op == FI_ATOMIC_WRITE;
-	if (!ok)
+	if ((flags & FI_COMPARE_ATOMIC) && (flags & FI_FETCH_ATOMIC))
+		return -FI_EINVAL;
+	if (!ffi_atomic_valid(datatype, op, kind))
 		return -FI_EOPNOTSUPP;
 	if (attr) {
-		attr->size = sizeof(uint64_t);
-		attr->count = 1;
+		attr->size = ffi_atomic_dtsize(datatype);
+		attr->count = FFI_ATOMIC_MAX / attr->size;
 	}
 	return 0;
 }
@@ -585,6 +583,7 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		return r;
 	}
 	LIST_INIT(&dom->ahs);
+	LIST_INIT(&dom->mrs);
 	dom->fab = (struct ffi_fabric *)fabric;
 	dom->api_version = info && info->fabric_attr ? info->fabric_attr->api_version : 0;
 	dom->mr_mode = info && info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;

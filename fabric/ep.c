@@ -78,7 +78,7 @@ void ffi_op_put(struct ffi_ep *ep, struct ffi_op *op)
 
 /* ---- rendezvous sends waiting for their FIN ---- */
 
-static struct ffi_rsend *rsend_get(struct ffi_ep *ep)
+struct ffi_rsend *ffi_rsend_get(struct ffi_ep *ep)
 {
 	struct ffi_rsend *rs;
 
@@ -89,12 +89,14 @@ static struct ffi_rsend *rsend_get(struct ffi_ep *ep)
 	return rs;
 }
 
-static void rsend_put(struct ffi_ep *ep, struct ffi_rsend *rs)
+void ffi_rsend_put(struct ffi_ep *ep, struct ffi_rsend *rs)
 {
 	if (rs->mr)
 		falcon_dereg_mr(rs->mr);
 	rs->mr = NULL;
 	rs->in_use = false;
+	rs->atomic = false;
+	rs->result = NULL;
 	ep->rsend_free[ep->nrsend_free++] = (uint32_t)(rs - ep->rsends);
 }
 
@@ -120,7 +122,7 @@ static void op_fail(struct ffi_ep *ep, struct ffi_op *op, int err, int prov_errn
 		return;
 	}
 	if (rs)
-		rsend_put(ep, rs);
+		ffi_rsend_put(ep, rs);
 	if (op->kind != FFI_K_CTRL)
 		ffi_cq_push(ep->tx_cq, &e);
 	ffi_op_put(ep, op);
@@ -651,7 +653,7 @@ static void rndv_fin(struct ffi_ep *ep, uint32_t token, uint64_t seq)
 		return;
 	}
 	rs = &ep->rsends[token];
-	if (!rs->in_use || rs->seq != seq) {
+	if (!rs->in_use || rs->atomic || rs->seq != seq) {
 		ep->rx_drops++;
 		return;
 	}
@@ -661,7 +663,7 @@ static void rndv_fin(struct ffi_ep *ep, uint32_t token, uint64_t seq)
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
-	rsend_put(ep, rs);
+	ffi_rsend_put(ep, rs);
 }
 
 /* A queued rendezvous message the application discards: FIN only (the sender's op
@@ -821,6 +823,16 @@ static void on_rx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 		repost(ep, FFI_K_RX, idx);
 		return;
 	}
+	if ((h.op == FFI_OP_ATOMIC || h.op == FFI_OP_ATOMIC_RESP) &&
+	    !(wc->wc_flags & FALCON_WC_WITH_IMM)) {
+		if (h.op == FFI_OP_ATOMIC)
+			ffi_atomic_serve(ep, peer_by_qpn(ep, wc->qp_num), &h, slot + sizeof(h),
+					 wc->byte_len - sizeof(h));
+		else
+			ffi_atomic_answer(ep, &h, slot + sizeof(h), wc->byte_len - sizeof(h));
+		repost(ep, FFI_K_RX, idx);
+		return;
+	}
 	/* not the provider's: an unknown op, or a SEND with immediate (it sends none) */
 	if ((h.op != FFI_OP_MSG && h.op != FFI_OP_TAGGED) || (wc->wc_flags & FALCON_WC_WITH_IMM)) {
 		ep->rx_drops++;
@@ -976,6 +988,8 @@ void ffi_ep_progress(struct ffi_ep *ep)
 			rndv_pump(ep);
 		if (!TAILQ_EMPTY(&ep->rjobs))
 			ffi_rjob_pump(ep);
+		if (!TAILQ_EMPTY(&ep->aowed))
+			ffi_atomic_pump(ep);
 	}
 }
 
@@ -1113,7 +1127,7 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 			 uint64_t data, uint64_t flags, void *context, bool tagged)
 {
-	struct ffi_rsend *rs = rsend_get(ep);
+	struct ffi_rsend *rs = ffi_rsend_get(ep);
 	struct ffi_op *op = rs ? ffi_op_get(ep) : NULL;
 	struct ffi_hdr *h;
 	struct ffi_rndv *rv;
@@ -1121,13 +1135,13 @@ static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t des
 
 	if (!op) {
 		if (rs)
-			rsend_put(ep, rs);
+			ffi_rsend_put(ep, rs);
 		return -FI_EAGAIN;
 	}
 	rs->mr = falcon_reg_mr(ep->dom->pd, buf, len, FALCON_ACCESS_REMOTE_READ);
 	if (!rs->mr) {
 		r = -errno;
-		rsend_put(ep, rs);
+		ffi_rsend_put(ep, rs);
 		ffi_op_put(ep, op);
 		return r;
 	}
@@ -1157,7 +1171,7 @@ static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t des
 	op->wr.opcode = FALCON_WR_SEND;
 	r = ffi_op_submit(ep, op, dest);
 	if (r) {
-		rsend_put(ep, rs);
+		ffi_rsend_put(ep, rs);
 		ffi_op_put(ep, op);
 	}
 	return r;
@@ -1658,6 +1672,14 @@ static void ep_free(struct ffi_ep *ep)
 			free(j);
 		}
 	}
+	{
+		struct ffi_aowed *w;
+
+		while ((w = TAILQ_FIRST(&ep->aowed))) {
+			TAILQ_REMOVE(&ep->aowed, w, link);
+			free(w);
+		}
+	}
 	ffi_name_close(ep);
 	if (ep->ud)
 		falcon_destroy_qp(ep->ud);
@@ -1816,6 +1838,7 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	TAILQ_INIT(&ep->unexp);
 	TAILQ_INIT(&ep->rrx);
 	TAILQ_INIT(&ep->rjobs);
+	TAILQ_INIT(&ep->aowed);
 	for (uint32_t i = 0; i < FFI_TX_SLOTS; i++) {
 		ep->ops[i].idx = i;
 		TAILQ_INSERT_TAIL(&ep->free_ops, &ep->ops[i], link);

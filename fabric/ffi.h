@@ -160,7 +160,29 @@ enum ffi_hop {
 	FFI_OP_REQ = 3,             /* RDM connection request (UD) */
 	FFI_OP_REP = 4,             /* RDM connection reply (UD) */
 	FFI_OP_FIN = 5,             /* rendezvous done: data = the sender's op, tag = its seq */
+	FFI_OP_ATOMIC = 6,          /* an atomic run at the target (atomic.c): data = the
+				       initiator's ffi_rsend, tag = its seq; struct ffi_areq */
+	FFI_OP_ATOMIC_RESP = 7,     /* its answer: data, tag echoed; struct ffi_aresp */
 };
+
+/* An emulated atomic: the request, then count operands, then count compare operands. */
+struct ffi_areq {
+	uint64_t addr;
+	uint32_t rkey;
+	uint8_t aop;                /* enum fi_op */
+	uint8_t dt;                 /* enum fi_datatype */
+	uint8_t kind;               /* FFI_AT_* */
+	uint8_t pad;
+	uint32_t count;
+	uint32_t pad2;
+};
+/* ... and its answer: err (a positive FI_E*, 0), then len bytes of old values. */
+struct ffi_aresp {
+	int32_t err;
+	uint32_t len;
+};
+enum { FFI_AT_WRITE, FFI_AT_FETCH, FFI_AT_COMPARE };
+#define FFI_ATOMIC_MAX 4096u        /* bytes of operands per emulated atomic */
 #define FFI_HF_DATA 0x1u            /* data carries remote CQ data */
 #define FFI_HF_RNDV 0x2u            /* the payload is a struct ffi_rndv, not the message */
 
@@ -233,12 +255,15 @@ struct ffi_domain {
 	uint32_t addr_format;       /* FFI_ADDR_FALCON, FI_SOCKADDR_IN or FI_SOCKADDR_IN6 */
 	int refs;                   /* objects open on it */
 	LIST_HEAD(, ffi_ah) ahs;
+	LIST_HEAD(, ffi_mr) mrs;    /* for the targets of emulated atomics */
 };
 
 struct ffi_mr {
 	struct fid_mr mr;
 	struct ffi_domain *dom;
 	struct falcon_mr *fmr;
+	uint64_t access;            /* FI_REMOTE_READ / FI_REMOTE_WRITE: emulated atomics check */
+	LIST_ENTRY(ffi_mr) link;
 };
 
 struct ffi_av_entry {
@@ -368,7 +393,19 @@ struct ffi_rsend {
 	uint64_t seq;               /* the announcement's (FIN echoes it) */
 	struct falcon_mr *mr;       /* the message, registered until FIN */
 	bool comp, in_use;
+	bool atomic;                /* an emulated atomic waiting for its answer (atomic.c) */
+	void *result;               /* ... whose old values go here */
+	size_t result_len;
 };
+
+/* An atomic's answer waiting for a tx slot (atomic.c). */
+struct ffi_aowed {
+	struct ffi_peer *peer;
+	size_t len;
+	TAILQ_ENTRY(ffi_aowed) link;
+	uint8_t data[];
+};
+TAILQ_HEAD(ffi_aowed_list, ffi_aowed);
 
 /* A posted receive. */
 struct ffi_rx {
@@ -469,6 +506,7 @@ struct ffi_ep {
 	struct ffi_rsend rsends[FFI_RSEND_MAX];
 	uint32_t rsend_free[FFI_RSEND_MAX]; /* a stack of free indexes */
 	unsigned nrsend_free;
+	struct ffi_aowed_list aowed;
 
 	LIST_HEAD(, ffi_peer) peers;
 	struct ffi_rx_list rx_msg, rx_tag;
@@ -512,6 +550,21 @@ int ffi_name_resolve(const struct ffi_addr *a, int timeout_ms, struct ffi_addr *
 int ffi_name_open(struct ffi_ep *ep, uint16_t port);
 void ffi_name_close(struct ffi_ep *ep);
 
+/* atomic.c */
+size_t ffi_atomic_dtsize(enum fi_datatype dt);
+bool ffi_atomic_valid(enum fi_datatype dt, enum fi_op op, int kind);
+bool ffi_atomic_native(enum fi_datatype dt, enum fi_op op, int kind, size_t count);
+void ffi_atomic_exec(enum fi_datatype dt, enum fi_op op, void *dst, const void *src,
+		     const void *cmp, void *res, size_t count);
+ssize_t ffi_atomic_emulate(struct ffi_ep *ep, int kind, const void *buf, size_t count,
+			   const void *cmp, void *result, fi_addr_t dest, uint64_t addr,
+			   uint64_t key, enum fi_datatype dt, enum fi_op aop, uint64_t flags,
+			   void *context);
+void ffi_atomic_answer(struct ffi_ep *ep, const struct ffi_hdr *h, const uint8_t *body, size_t len);
+void ffi_atomic_serve(struct ffi_ep *ep, struct ffi_peer *p, const struct ffi_hdr *h,
+		      const uint8_t *body, size_t len);
+void ffi_atomic_pump(struct ffi_ep *ep);
+
 /* domain.c */
 int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
@@ -551,6 +604,8 @@ void ffi_rjob_chunk_done(struct ffi_ep *ep, struct ffi_op *op, const struct falc
 
 /* ep.c, for rma.c */
 bool ffi_iov_ok(const struct iovec *iov, size_t count);
+struct ffi_rsend *ffi_rsend_get(struct ffi_ep *ep);
+void ffi_rsend_put(struct ffi_ep *ep, struct ffi_rsend *rs);
 /* Whether a transmit with flags reports a success completion (fi_cq(3)): never for
  * fi_inject*(); on a CQ bound with FI_SELECTIVE_COMPLETION only with FI_COMPLETION. */
 static inline bool ffi_tx_comp(const struct ffi_ep *ep, uint64_t flags)

@@ -305,8 +305,6 @@ static struct fi_info *info_of(const struct gi_req *q, enum fi_ep_type type,
 	bool rma_ok;
 	int mr_mode = mr_mode_of(q->version, hints, &rma_ok);
 
-	if (dev->atomic_cap == FALCON_ATOMIC_NONE || dev->atomic_size != 8)
-		all &= ~(uint64_t)FI_ATOMIC; /* ffi_query_atomic offers 64-bit operands */
 	if (!rma_ok)
 		all &= ~RMA_CAPS; /* the app cannot take provider keys on virtual addresses */
 	caps = caps_of(all, hints);

@@ -300,7 +300,7 @@ struct fi_ops_rma ffi_rma_ops = {
 
 /* ---- atomics ---- */
 
-enum { AT_WRITE, AT_FETCH, AT_COMPARE };
+enum { AT_WRITE = FFI_AT_WRITE, AT_FETCH = FFI_AT_FETCH, AT_COMPARE = FFI_AT_COMPARE };
 
 /* One 64-bit atomic: operand *buf, compare operand *cmp (AT_COMPARE), old value into
  * *result (AT_FETCH, AT_COMPARE). */
@@ -321,11 +321,15 @@ static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	r = ffi_query_atomic(&ep->dom->domain, dt, aop, NULL, qflags[kind]);
 	if (r)
 		return r;
-	if (count != 1 || (!buf && aop != FI_ATOMIC_READ) || (kind != AT_WRITE && !result) ||
+	if (!count || (!buf && aop != FI_ATOMIC_READ) || (kind != AT_WRITE && !result) ||
 	    (kind == AT_COMPARE && !cmp))
 		return -FI_EINVAL;
 	if (key > UINT32_MAX)
 		return -FI_EKEYREJECTED;
+	if (!ffi_atomic_native(dt, aop, kind, count) || ep->dom->dev.atomic_cap == FALCON_ATOMIC_NONE ||
+	    ep->dom->dev.atomic_size != 8)
+		return ffi_atomic_emulate(ep, kind, buf, count, cmp, result, dest, addr, key, dt, aop,
+					  flags, context);
 	if (buf)
 		memcpy(&operand, buf, sizeof(operand));
 	if (cmp)
