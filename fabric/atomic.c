@@ -283,6 +283,7 @@ void ffi_atomic_answer(struct ffi_ep *ep, const struct ffi_hdr *h, const uint8_t
 	e.err = a.err > 0 ? a.err : 0;
 	if (e.err || rs->comp)
 		ffi_cq_push(ep->tx_cq, &e);
+	ffi_count(ep, rs->cq_flags, e.err != 0);
 	ffi_rsend_put(ep, rs);
 }
 

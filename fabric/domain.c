@@ -472,16 +472,6 @@ static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-			    struct fid_cntr **cntr, void *context)
-{
-	(void)domain;
-	(void)attr;
-	(void)cntr;
-	(void)context;
-	return -FI_ENOSYS;
-}
-
 static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 			    struct fid_poll **pollset)
 {
@@ -543,7 +533,7 @@ static struct fi_ops_domain domain_ops = {
 	.cq_open = ffi_cq_open,
 	.endpoint = ffi_endpoint,
 	.scalable_ep = domain_scalable_ep,
-	.cntr_open = domain_cntr_open,
+	.cntr_open = ffi_cntr_open,
 	.poll_open = domain_poll_open,
 	.stx_ctx = domain_stx_ctx,
 	.srx_ctx = domain_srx_ctx,

@@ -123,8 +123,10 @@ static void op_fail(struct ffi_ep *ep, struct ffi_op *op, int err, int prov_errn
 	}
 	if (rs)
 		ffi_rsend_put(ep, rs);
-	if (op->kind != FFI_K_CTRL)
+	if (op->kind != FFI_K_CTRL) {
 		ffi_cq_push(ep->tx_cq, &e);
+		ffi_count(ep, op->cq_flags, true);
+	}
 	ffi_op_put(ep, op);
 }
 
@@ -505,9 +507,10 @@ static void rx_complete(struct ffi_ep *ep, void *context, const struct iovec *io
 	if (len > cap) {
 		e.err = FI_ETRUNC;
 		e.olen = len - cap;
-	} else if ((ep->rx_flags & FI_SELECTIVE_COMPLETION) && !(rflags & FI_COMPLETION)) {
-		return;
 	}
+	ffi_count(ep, FI_RECV, e.err != 0);
+	if (!e.err && (ep->rx_flags & FI_SELECTIVE_COMPLETION) && !(rflags & FI_COMPLETION))
+		return;
 	ffi_cq_push(ep->rx_cq, &e);
 }
 
@@ -617,6 +620,7 @@ static void rndv_pump(struct ffi_ep *ep)
 			if (e.err || !(ep->rx_flags & FI_SELECTIVE_COMPLETION) ||
 			    (r->rflags & FI_COMPLETION))
 				ffi_cq_push(ep->rx_cq, &e);
+			ffi_count(ep, FI_RECV, e.err != 0);
 			r->done = true;
 		}
 		if (r->peer) {
@@ -663,6 +667,7 @@ static void rndv_fin(struct ffi_ep *ep, uint32_t token, uint64_t seq)
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
+	ffi_count(ep, rs->cq_flags, false);
 	ffi_rsend_put(ep, rs);
 }
 
@@ -799,6 +804,7 @@ static void on_tx(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
+	ffi_count(ep, op->cq_flags, false);
 	ffi_op_put(ep, op);
 }
 
@@ -867,6 +873,7 @@ static void on_rdma_imm(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc 
 	e.e.len = wc->byte_len;
 	e.e.data = wc->imm_data;
 	ffi_cq_push(ep->rx_cq, &e);
+	ffi_count(ep, FI_REMOTE_WRITE, false);
 	repost(ep, FFI_K_RX, idx);
 }
 
@@ -1702,6 +1709,14 @@ static int ep_close(struct fid *fid)
 		FFI_WARN(FI_LOG_EP_DATA, "dropped: %" PRIu64 " messages not the provider's, %" PRIu64
 			 " connection requests, %" PRIu64 " datagrams without room\n", ep->rx_drops,
 			 ep->req_drops, ep->dgram_drops);
+	{
+		struct ffi_cntr *cs[] = { ep->cntr_send, ep->cntr_recv, ep->cntr_read,
+					  ep->cntr_write, ep->cntr_rwrite };
+
+		for (size_t i = 0; i < 5; i++)
+			if (cs[i])
+				ffi_cntr_unbind_ep(cs[i], ep); /* once per counter: no-op after */
+	}
 	if (ep->tx_cq)
 		ffi_cq_unbind_ep(ep->tx_cq, ep);
 	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
@@ -1750,8 +1765,29 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_EQ:
 		ep->eq = (struct ffi_eq *)bfid;
 		return 0;
+	case FI_CLASS_CNTR: {
+		struct ffi_cntr *c = (struct ffi_cntr *)bfid;
+		struct ffi_cntr **slots[] = { &ep->cntr_send, &ep->cntr_recv, &ep->cntr_read,
+					      &ep->cntr_write, &ep->cntr_rwrite };
+		static const uint64_t bits[] = { FI_SEND, FI_RECV, FI_READ, FI_WRITE,
+						 FI_REMOTE_WRITE };
+
+		if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_WRITE |
+					 FI_REMOTE_READ)))
+			return -FI_EBADFLAGS; /* FI_REMOTE_READ is taken and never counts */
+		for (size_t i = 0; i < 5; i++)
+			if ((flags & bits[i]) && *slots[i])
+				return -FI_EINVAL;
+		r = ffi_cntr_bind_ep(c, ep);
+		if (r)
+			return r;
+		for (size_t i = 0; i < 5; i++)
+			if (flags & bits[i])
+				*slots[i] = c;
+		return 0;
+	}
 	default:
-		return -FI_ENOSYS; /* no counters */
+		return -FI_ENOSYS;
 	}
 }
 
@@ -1761,8 +1797,10 @@ static int ep_control(struct fid *fid, int command, void *arg)
 
 	switch (command) {
 	case FI_ENABLE:
-		if (!ep->tx_cq || !ep->rx_cq || !ep->av)
-			return -FI_ENOCQ; /* both CQs and an AV are needed */
+		/* an AV, and for each direction a CQ or a counter */
+		if ((!ep->tx_cq && !ep->cntr_send && !ep->cntr_write && !ep->cntr_read) ||
+		    (!ep->rx_cq && !ep->cntr_recv) || !ep->av)
+			return -FI_ENOCQ;
 		ep->enabled = true;
 		return 0;
 	case FI_GETOPSFLAG:

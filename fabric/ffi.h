@@ -308,6 +308,19 @@ struct ffi_cq {
 	int refs;
 };
 
+/* A counter (cntr.c). */
+struct ffi_cntr {
+	struct fid_cntr cntr;
+	struct ffi_domain *dom;
+	enum fi_wait_obj wait_obj;
+	uint64_t value, err;
+	struct ffi_ep *eps[FFI_BIND_MAX];
+	unsigned neps;
+	int epfd;                   /* the bound endpoints' falcon CQ fds and evfd */
+	int evfd;                   /* readable after fi_cntr_add / set */
+	int refs;
+};
+
 struct ffi_eq_ev {
 	uint32_t event;
 	size_t len;
@@ -485,6 +498,7 @@ struct ffi_ep {
 	uint64_t tx_op_flags, rx_op_flags;
 	struct ffi_av *av;
 	struct ffi_eq *eq;
+	struct ffi_cntr *cntr_send, *cntr_recv, *cntr_read, *cntr_write, *cntr_rwrite;
 
 	struct falcon_cq *fcq;
 	struct falcon_qp *ud;
@@ -549,6 +563,13 @@ int ffi_addr_of_node(const char *node, const char *service, int family, struct f
 int ffi_name_resolve(const struct ffi_addr *a, int timeout_ms, struct ffi_addr *out, uint16_t *svc);
 int ffi_name_open(struct ffi_ep *ep, uint16_t port);
 void ffi_name_close(struct ffi_ep *ep);
+
+/* cntr.c */
+int ffi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **fc,
+		  void *context);
+int ffi_cntr_bind_ep(struct ffi_cntr *c, struct ffi_ep *ep);
+void ffi_cntr_unbind_ep(struct ffi_cntr *c, struct ffi_ep *ep);
+void ffi_count(struct ffi_ep *ep, uint64_t flags, bool err);
 
 /* atomic.c */
 size_t ffi_atomic_dtsize(enum fi_datatype dt);

@@ -357,6 +357,7 @@ static struct fi_info *info_of(const struct gi_req *q, enum fi_ep_type type,
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = type == FI_EP_RDM ? FFI_CQ_DATA_BYTES : 0;
 	fi->domain_attr->cq_cnt = 256;
+	fi->domain_attr->cntr_cnt = 256;
 	fi->domain_attr->ep_cnt = ep_cnt_of(dev);
 	fi->domain_attr->tx_ctx_cnt = ep_cnt_of(dev);
 	fi->domain_attr->rx_ctx_cnt = ep_cnt_of(dev);

@@ -132,6 +132,7 @@ void ffi_rjob_pump(struct ffi_ep *ep)
 
 			ffi_cq_push(ep->tx_cq, &e);
 		}
+		ffi_count(ep, j->cq_flags, j->err != 0);
 		if (j->mr)
 			falcon_dereg_mr(j->mr);
 		TAILQ_REMOVE(&ep->rjobs, j, link);
@@ -204,6 +205,7 @@ void ffi_rma_complete(struct ffi_ep *ep, struct ffi_op *op)
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
+	ffi_count(ep, op->cq_flags, false);
 	ffi_op_put(ep, op);
 }
 
