@@ -499,7 +499,7 @@ static void rx_complete(struct ffi_ep *ep, void *context, const struct iovec *io
 
 	e.e.op_context = context;
 	e.e.flags = FI_RECV | (h->op == FFI_OP_TAGGED ? FI_TAGGED : FI_MSG) |
-		    (h->flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0);
+		    (h->flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0) | (rflags & FI_MULTI_RECV);
 	e.e.len = n;
 	e.e.buf = count ? iov[0].iov_base : NULL;
 	e.e.data = h->flags & FFI_HF_DATA ? h->data : 0;
@@ -605,7 +605,8 @@ static void rndv_pump(struct ffi_ep *ep)
 			}
 			e.e.op_context = r->context;
 			e.e.flags = FI_RECV | (r->h.op == FFI_OP_TAGGED ? FI_TAGGED : FI_MSG) |
-				    (r->h.flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0);
+				    (r->h.flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0) |
+				    (r->rflags & FI_MULTI_RECV);
 			e.e.len = r->total;
 			e.e.buf = r->dst;
 			e.e.data = r->h.flags & FFI_HF_DATA ? r->h.data : 0;
@@ -685,6 +686,23 @@ static void rndv_discard(struct ffi_ep *ep, const struct ffi_unexp *u)
 	TAILQ_INSERT_TAIL(&ep->rrx, r, link);
 }
 
+/* FI_MULTI_RECV (fi_msg(3)): the part of rx's buffer a message of len bytes lands in
+ * (into piece), and the flags of its completion: FI_MULTI_RECV when what is left after it
+ * is below the endpoint's FI_OPT_MIN_MULTI_RECV, and then the buffer is released (true). */
+static bool multi_take(struct ffi_ep *ep, struct ffi_rx *rx, size_t len, struct iovec *piece,
+		       uint64_t *rflags)
+{
+	size_t left = rx->len - rx->used, take = len < left ? len : left;
+	bool release;
+
+	piece->iov_base = (uint8_t *)rx->iov[0].iov_base + rx->used;
+	piece->iov_len = left;
+	rx->used += take;
+	release = rx->len - rx->used < ep->min_multi_recv || take < len;
+	*rflags = (rx->flags & ~(uint64_t)FI_MULTI_RECV) | (release ? FI_MULTI_RECV : 0);
+	return release;
+}
+
 /* A message arrived (in slot idx of kind): match it or queue it. rv: it is a rendezvous
  * announcement (data and len are not the message). */
 static void deliver(struct ffi_ep *ep, const struct ffi_hdr *h, uint8_t *data, size_t len,
@@ -698,6 +716,24 @@ static void deliver(struct ffi_ep *ep, const struct ffi_hdr *h, uint8_t *data, s
 	TAILQ_FOREACH(rx, list, link)
 		if (rx_matches(ep, rx, h, src))
 			break;
+	if (rx && (rx->flags & FI_MULTI_RECV)) {
+		struct iovec piece;
+		uint64_t rf;
+		bool release = multi_take(ep, rx, rv ? rv->len : len, &piece, &rf);
+
+		if (release) {
+			TAILQ_REMOVE(list, rx, link);
+			ep->rx_posted--;
+		}
+		if (rv)
+			rndv_start(ep, rx->context, &piece, 1, piece.iov_len, rf, h, rv, src, peer);
+		else
+			rx_complete(ep, rx->context, &piece, 1, piece.iov_len, rf, h, data, len, src);
+		if (release)
+			free(rx);
+		repost(ep, kind, idx);
+		return;
+	}
 	if (rx) {
 		TAILQ_REMOVE(list, rx, link);
 		ep->rx_posted--;
@@ -1013,6 +1049,44 @@ bool ffi_iov_ok(const struct iovec *iov, size_t count)
 	return true;
 }
 
+/* A FI_MULTI_RECV buffer: the queued messages it matches go in, then it waits for more
+ * unless it is released already. 0 or -FI_EAGAIN (too many receives posted). */
+static ssize_t post_multi(struct ffi_ep *ep, struct ffi_rx *rx)
+{
+	struct ffi_unexp *u, *next;
+
+	for (u = TAILQ_FIRST(&ep->unexp); u; u = next) {
+		struct iovec piece;
+		uint64_t rf;
+		bool release;
+
+		next = TAILQ_NEXT(u, link);
+		if (u->claim || u->h.op != FFI_OP_MSG || !rx_matches(ep, rx, &u->h, unexp_src(ep, u)))
+			continue;
+		if (!ffi_cq_room(ep->rx_cq))
+			break; /* the rest when the next message comes */
+		release = multi_take(ep, rx, u->rndv ? u->rv.len : u->len, &piece, &rf);
+		if (u->rndv)
+			rndv_start(ep, rx->context, &piece, 1, piece.iov_len, rf, &u->h, &u->rv,
+				   u->src, u->peer);
+		else
+			rx_complete(ep, rx->context, &piece, 1, piece.iov_len, rf, &u->h, u->data,
+				    u->len, u->src);
+		unexp_free(ep, u);
+		if (release) {
+			free(rx);
+			return 0;
+		}
+	}
+	if (ep->rx_posted >= FFI_RX_POSTED_MAX) {
+		free(rx);
+		return -FI_EAGAIN;
+	}
+	TAILQ_INSERT_TAIL(&ep->rx_msg, rx, link);
+	ep->rx_posted++;
+	return 0;
+}
+
 static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, uint64_t flags, void *context, bool tagged)
 {
@@ -1026,6 +1100,10 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		return -FI_EINVAL;
 	if (tagged && !(ep->caps & FI_TAGGED))
 		return -FI_EOPNOTSUPP;
+	if (tagged)
+		flags &= ~(uint64_t)FI_MULTI_RECV; /* untagged only (fi_msg(3)) */
+	if ((flags & FI_MULTI_RECV) && (count != 1 || !(ep->caps & FI_MULTI_RECV)))
+		return count != 1 ? -FI_EINVAL : -FI_EOPNOTSUPP;
 	ffi_ep_progress(ep);
 	rx = calloc(1, sizeof(*rx));
 	if (!rx)
@@ -1074,6 +1152,8 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		free(rx);
 		return 0;
 	}
+	if (flags & FI_MULTI_RECV)
+		return post_multi(ep, rx);
 	TAILQ_FOREACH(u, &ep->unexp, link)
 		if (!u->claim && (u->h.op == FFI_OP_TAGGED) == tagged &&
 		    rx_matches(ep, rx, &u->h, unexp_src(ep, u)))
@@ -1461,24 +1541,30 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	return -FI_ENOENT;
 }
 
+/* FI_OPT_MIN_MULTI_RECV (fi_endpoint(3)), the only option. */
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
-	(void)fid;
-	(void)level;
-	(void)optname;
-	(void)optval;
-	(void)optlen;
-	return -FI_ENOPROTOOPT;
+	struct ffi_ep *ep = (struct ffi_ep *)fid;
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_EINVAL;
+	memcpy(optval, &ep->min_multi_recv, sizeof(size_t));
+	*optlen = sizeof(size_t);
+	return 0;
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
-	(void)fid;
-	(void)level;
-	(void)optname;
-	(void)optval;
-	(void)optlen;
-	return -FI_ENOPROTOOPT;
+	struct ffi_ep *ep = (struct ffi_ep *)fid;
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	memcpy(&ep->min_multi_recv, optval, sizeof(size_t));
+	return 0;
 }
 
 static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **tx,
@@ -1882,6 +1968,7 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 		TAILQ_INSERT_TAIL(&ep->free_ops, &ep->ops[i], link);
 	}
 	ep->ops_free = FFI_TX_SLOTS;
+	ep->min_multi_recv = FFI_MAX_MSG;
 	for (uint32_t i = 0; i < FFI_RSEND_MAX; i++)
 		ep->rsend_free[i] = FFI_RSEND_MAX - 1 - i;
 	ep->nrsend_free = FFI_RSEND_MAX;

@@ -427,7 +427,8 @@ struct ffi_rx {
 	size_t iov_count, len;
 	fi_addr_t src;              /* FI_ADDR_UNSPEC: any */
 	uint64_t tag, ignore;
-	uint64_t flags;             /* FI_MSG or FI_TAGGED, FI_COMPLETION */
+	uint64_t flags;             /* FI_MSG or FI_TAGGED, FI_COMPLETION, FI_MULTI_RECV */
+	size_t used;                /* FI_MULTI_RECV: bytes of the buffer taken */
 	TAILQ_ENTRY(ffi_rx) link;
 };
 TAILQ_HEAD(ffi_rx_list, ffi_rx);
@@ -496,6 +497,7 @@ struct ffi_ep {
 	struct ffi_cq *tx_cq, *rx_cq;
 	uint64_t tx_flags, rx_flags;  /* bind flags (FI_SELECTIVE_COMPLETION) */
 	uint64_t tx_op_flags, rx_op_flags;
+	size_t min_multi_recv;      /* FI_OPT_MIN_MULTI_RECV (default FFI_MAX_MSG) */
 	struct ffi_av *av;
 	struct ffi_eq *eq;
 	struct ffi_cntr *cntr_send, *cntr_recv, *cntr_read, *cntr_write, *cntr_rwrite;

@@ -126,7 +126,7 @@ int ffi_self_addr(struct ffi_addr *a)
  * RC QP (ffi.h) */
 #define FFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
 		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | \
-		      FI_REMOTE_COMM | FI_LOCAL_COMM)
+		      FI_REMOTE_COMM | FI_LOCAL_COMM | FI_MULTI_RECV)
 #define FFI_DGRAM_CAPS (FI_MSG | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM)
 /* secondary capabilities, reported whether asked or not (fi_getinfo(3) allows it);
  * FI_DIRECTED_RECV is a primary one: only when asked (or without hints) */
@@ -175,7 +175,7 @@ struct gi_req {
 
 #define TX_CAPS (FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE)
 #define RX_CAPS (FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_DIRECTED_RECV | FI_RECV | \
-		 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE)
+		 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_MULTI_RECV)
 #define DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
@@ -390,7 +390,8 @@ static struct fi_info *info_of(const struct gi_req *q, enum fi_ep_type type,
 	if (hints->tx_attr)
 		fi->tx_attr->op_flags = hints->tx_attr->op_flags & FI_COMPLETION;
 	if (hints->rx_attr)
-		fi->rx_attr->op_flags = hints->rx_attr->op_flags & FI_COMPLETION;
+		fi->rx_attr->op_flags = hints->rx_attr->op_flags &
+					(FI_COMPLETION | (caps & FI_MULTI_RECV));
 	if (hints->domain_attr) {
 		const struct fi_domain_attr *d = hints->domain_attr;
 

@@ -9,7 +9,7 @@
 #                DGRAM, bad input, completion flags and fi_getinfo's hints: fi_contract,
 #                a window of rendezvous both ways: fi_rndv_window, a directed receive of a
 #                message that came before its sender was inserted: fi_unexp_src, counters:
-#                fi_cntr)
+#                fi_cntr, FI_MULTI_RECV: fi_multi_recv)
 #   in-band      fi_inband: a server named by node and service (FI_SOURCE), a client that
 #                inserts the info's dest_addr and sends its name in a message (provider
 #                and FI_SOCKADDR_IN addresses)
@@ -114,7 +114,8 @@ else
 fi
 
 # ---- the capability programs ----
-for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram fi_contract fi_rndv_window fi_unexp_src fi_cntr; do
+for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram fi_contract fi_rndv_window fi_unexp_src fi_cntr \
+	fi_multi_recv; do
 	# shellcheck disable=SC2046
 	e2e_check "provider capability: $t" env $(fenv a) timeout 300 "$BUILD/tests/fabric/$t" \
 		"$TD_SOCK_A" "$TD_CM_A" "$TD_SOCK_B" "$TD_CM_B"
