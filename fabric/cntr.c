@@ -59,7 +59,7 @@ void ffi_count(struct ffi_ep *ep, uint64_t flags, bool err)
 		bump(ep->cntr_write, err);
 }
 
-static uint64_t cntr_read(struct fid_cntr *fc)
+static uint64_t cntr_read_unlocked(struct fid_cntr *fc)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fc;
 
@@ -67,7 +67,19 @@ static uint64_t cntr_read(struct fid_cntr *fc)
 	return c->value;
 }
 
-static uint64_t cntr_readerr(struct fid_cntr *fc)
+/* cntr_read under the domain's lock (FI_THREAD_SAFE) */
+static uint64_t cntr_read(struct fid_cntr *fc)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fc)->dom;
+	uint64_t r_;
+
+	ffi_lock(d_);
+	r_ = cntr_read_unlocked(fc);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static uint64_t cntr_readerr_unlocked(struct fid_cntr *fc)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fc;
 
@@ -75,7 +87,19 @@ static uint64_t cntr_readerr(struct fid_cntr *fc)
 	return c->err;
 }
 
-static int cntr_add(struct fid_cntr *fc, uint64_t v)
+/* cntr_readerr under the domain's lock (FI_THREAD_SAFE) */
+static uint64_t cntr_readerr(struct fid_cntr *fc)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fc)->dom;
+	uint64_t r_;
+
+	ffi_lock(d_);
+	r_ = cntr_readerr_unlocked(fc);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int cntr_add_unlocked(struct fid_cntr *fc, uint64_t v)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fc;
 
@@ -84,7 +108,19 @@ static int cntr_add(struct fid_cntr *fc, uint64_t v)
 	return 0;
 }
 
-static int cntr_set(struct fid_cntr *fc, uint64_t v)
+/* cntr_add under the domain's lock (FI_THREAD_SAFE) */
+static int cntr_add(struct fid_cntr *fc, uint64_t v)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fc)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cntr_add_unlocked(fc, v);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int cntr_set_unlocked(struct fid_cntr *fc, uint64_t v)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fc;
 
@@ -93,7 +129,19 @@ static int cntr_set(struct fid_cntr *fc, uint64_t v)
 	return 0;
 }
 
-static int cntr_adderr(struct fid_cntr *fc, uint64_t v)
+/* cntr_set under the domain's lock (FI_THREAD_SAFE) */
+static int cntr_set(struct fid_cntr *fc, uint64_t v)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fc)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cntr_set_unlocked(fc, v);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int cntr_adderr_unlocked(struct fid_cntr *fc, uint64_t v)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fc;
 
@@ -102,13 +150,37 @@ static int cntr_adderr(struct fid_cntr *fc, uint64_t v)
 	return 0;
 }
 
-static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
+/* cntr_adderr under the domain's lock (FI_THREAD_SAFE) */
+static int cntr_adderr(struct fid_cntr *fc, uint64_t v)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fc)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cntr_adderr_unlocked(fc, v);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int cntr_seterr_unlocked(struct fid_cntr *fc, uint64_t v)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fc;
 
 	c->err = v;
 	wake(c);
 	return 0;
+}
+
+/* cntr_seterr under the domain's lock (FI_THREAD_SAFE) */
+static int cntr_seterr(struct fid_cntr *fc, uint64_t v)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fc)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cntr_seterr_unlocked(fc, v);
+	ffi_unlock(d_);
+	return r_;
 }
 
 /* Until the count reaches threshold (0), an error is counted (-FI_EAVAIL) or timeout ms
@@ -122,19 +194,25 @@ static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 		return -FI_EINVAL;
 	for (;;) {
 		struct epoll_event ev[FFI_BIND_MAX + 1];
-		int wait_ms = timeout, n;
+		int wait_ms = timeout, n, r = 1;
 		uint64_t v;
 
+		ffi_lock(c->dom);
 		cntr_progress(c);
-		if (c->value >= threshold)
-			return 0;
-		if (c->err != err0)
-			return -FI_EAVAIL;
-		for (unsigned i = 0; i < c->neps; i++)
-			falcon_req_notify_cq(c->eps[i]->fcq, 0);
-		cntr_progress(c); /* what came before the arming is not announced */
-		if (c->value >= threshold)
-			return 0;
+		if (c->value >= threshold) {
+			r = 0;
+		} else if (c->err != err0) {
+			r = -FI_EAVAIL;
+		} else {
+			for (unsigned i = 0; i < c->neps; i++)
+				falcon_req_notify_cq(c->eps[i]->fcq, 0);
+			cntr_progress(c); /* what came before the arming is not announced */
+			if (c->value >= threshold)
+				r = 0;
+		}
+		ffi_unlock(c->dom);
+		if (r <= 0)
+			return r;
 		if (timeout >= 0) {
 			uint64_t el = ffi_now_ms() - t0;
 
@@ -145,8 +223,10 @@ static int cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 		n = epoll_wait(c->epfd, ev, FFI_BIND_MAX + 1, wait_ms);
 		if (n < 0 && errno != EINTR)
 			return -errno;
+		ffi_lock(c->dom);
 		for (unsigned i = 0; i < c->neps; i++)
 			falcon_cq_ack_events(c->eps[i]->fcq);
+		ffi_unlock(c->dom);
 		if (read(c->evfd, &v, sizeof(v)) < 0)
 			(void)0; /* nothing added */
 	}
@@ -180,7 +260,7 @@ void ffi_cntr_unbind_ep(struct ffi_cntr *c, struct ffi_ep *ep)
 	}
 }
 
-static int cntr_close(struct fid *fid)
+static int cntr_close_unlocked(struct fid *fid)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fid;
 
@@ -193,7 +273,19 @@ static int cntr_close(struct fid *fid)
 	return 0;
 }
 
-static int cntr_control(struct fid *fid, int command, void *arg)
+/* cntr_close under the domain's lock (FI_THREAD_SAFE) */
+static int cntr_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cntr_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int cntr_control_unlocked(struct fid *fid, int command, void *arg)
 {
 	struct ffi_cntr *c = (struct ffi_cntr *)fid;
 
@@ -205,6 +297,18 @@ static int cntr_control(struct fid *fid, int command, void *arg)
 		falcon_req_notify_cq(c->eps[i]->fcq, 0);
 	*(int *)arg = c->epfd;
 	return 0;
+}
+
+/* cntr_control under the domain's lock (FI_THREAD_SAFE) */
+static int cntr_control(struct fid *fid, int command, void *arg)
+{
+	struct ffi_domain *d_ = ((struct ffi_cntr *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cntr_control_unlocked(fid, command, arg);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static struct fi_ops cntr_fi_ops = {
@@ -227,7 +331,8 @@ static struct fi_ops_cntr cntr_ops = {
 };
 
 /* fi_cntr_open: completion events only, FI_WAIT_NONE / UNSPEC / FD. */
-int ffi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **fc,
+static int ffi_cntr_open_unlocked(struct fid_domain *domain, struct fi_cntr_attr *attr,
+			struct fid_cntr **fc,
 		  void *context)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -264,4 +369,17 @@ int ffi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 	c->cntr.ops = &cntr_ops;
 	*fc = &c->cntr;
 	return 0;
+}
+
+/* ffi_cntr_open under the domain's lock (FI_THREAD_SAFE) */
+int ffi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **fc,
+		  void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)domain;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ffi_cntr_open_unlocked(domain, attr, fc, context);
+	ffi_unlock(d_);
+	return r_;
 }

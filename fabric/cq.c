@@ -83,7 +83,7 @@ static void copy_out(const struct ffi_cq *cq, void *buf, size_t i, const struct 
 	}
 }
 
-static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+static ssize_t cq_readfrom_unlocked(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fcq;
 	size_t n = 0;
@@ -106,12 +106,24 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 	return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
+/* cq_readfrom under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fcq)->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = cq_readfrom_unlocked(fcq, buf, count, src);
+	ffi_unlock(d_);
+	return r_;
+}
+
 static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
 {
 	return cq_readfrom(fcq, buf, count, NULL);
 }
 
-static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+static ssize_t cq_readerr_unlocked(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fcq;
 	const struct ffi_cqe *e;
@@ -139,6 +151,18 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 	return 1;
 }
 
+/* cq_readerr under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fcq)->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = cq_readerr_unlocked(fcq, buf, flags);
+	ffi_unlock(d_);
+	return r_;
+}
+
 /* Wait until a completion is there, fi_cq_signal is called or timeout_ms passes
  * (< 0: no bound). */
 static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src,
@@ -159,8 +183,10 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 		if (r != -FI_EAGAIN)
 			return r;
 		/* arm, then look once more: a completion before the arming is not announced */
+		ffi_lock(cq->dom);
 		for (unsigned i = 0; i < cq->neps; i++)
 			falcon_req_notify_cq(cq->eps[i]->fcq, 0);
+		ffi_unlock(cq->dom);
 		r = cq_readfrom(fcq, buf, count, src);
 		if (r != -FI_EAGAIN)
 			return r;
@@ -174,8 +200,10 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 		n = epoll_wait(cq->epfd, ev, FFI_BIND_MAX + 1, wait_ms);
 		if (n < 0 && errno != EINTR)
 			return -errno;
+		ffi_lock(cq->dom);
 		for (unsigned i = 0; i < cq->neps; i++)
 			falcon_cq_ack_events(cq->eps[i]->fcq);
+		ffi_unlock(cq->dom);
 		if (read(cq->sigfd, &v, sizeof(v)) == sizeof(v))
 			return -FI_EAGAIN; /* fi_cq_signal */
 	}
@@ -211,7 +239,7 @@ static const char *cq_strerror(struct fid_cq *fcq, int prov_errno, const void *e
 /* fi_trywait(3) on a CQ: 0 when the application may sleep on its wait fd (every bound
  * endpoint's falcon CQ armed, old notifications consumed, nothing to read), -FI_EAGAIN
  * when it has completions to read first. */
-int ffi_cq_trywait(struct ffi_cq *cq)
+static int ffi_cq_trywait_unlocked(struct ffi_cq *cq)
 {
 	if (cq->wait_obj == FI_WAIT_NONE)
 		return -FI_EINVAL;
@@ -226,6 +254,18 @@ int ffi_cq_trywait(struct ffi_cq *cq)
 	/* what completed before the arming is not announced: look once more */
 	progress(cq);
 	return cq->count ? -FI_EAGAIN : 0;
+}
+
+/* ffi_cq_trywait under the domain's lock (FI_THREAD_SAFE) */
+int ffi_cq_trywait(struct ffi_cq *cq)
+{
+	struct ffi_domain *d_ = cq->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ffi_cq_trywait_unlocked(cq);
+	ffi_unlock(d_);
+	return r_;
 }
 
 int ffi_cq_bind_ep(struct ffi_cq *cq, struct ffi_ep *ep)
@@ -256,7 +296,7 @@ void ffi_cq_unbind_ep(struct ffi_cq *cq, struct ffi_ep *ep)
 	}
 }
 
-static int cq_close(struct fid *fid)
+static int cq_close_unlocked(struct fid *fid)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fid;
 
@@ -270,7 +310,19 @@ static int cq_close(struct fid *fid)
 	return 0;
 }
 
-static int cq_control(struct fid *fid, int command, void *arg)
+/* cq_close under the domain's lock (FI_THREAD_SAFE) */
+static int cq_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cq_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int cq_control_unlocked(struct fid *fid, int command, void *arg)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fid;
 
@@ -283,6 +335,18 @@ static int cq_control(struct fid *fid, int command, void *arg)
 		falcon_req_notify_cq(cq->eps[i]->fcq, 0);
 	*(int *)arg = cq->epfd;
 	return 0;
+}
+
+/* cq_control under the domain's lock (FI_THREAD_SAFE) */
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cq_control_unlocked(fid, command, arg);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static struct fi_ops cq_fi_ops = {
@@ -304,7 +368,8 @@ static struct fi_ops_cq cq_ops = {
 	.strerror = cq_strerror,
 };
 
-int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **fcq,
+static int ffi_cq_open_unlocked(struct fid_domain *domain, struct fi_cq_attr *attr,
+			struct fid_cq **fcq,
 		void *context)
 {
 	struct ffi_cq *cq;
@@ -365,4 +430,17 @@ int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 	cq->cq.ops = &cq_ops;
 	*fcq = &cq->cq;
 	return 0;
+}
+
+/* ffi_cq_open under the domain's lock (FI_THREAD_SAFE) */
+int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **fcq,
+		void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)domain;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ffi_cq_open_unlocked(domain, attr, fcq, context);
+	ffi_unlock(d_);
+	return r_;
 }

@@ -64,7 +64,7 @@ int ffi_addr_cmp(const struct ffi_addr *a, const struct ffi_addr *b)
 
 /* ---- memory regions ---- */
 
-static int mr_close(struct fid *fid)
+static int mr_close_unlocked(struct fid *fid)
 {
 	struct ffi_mr *mr = (struct ffi_mr *)fid;
 	int r = falcon_dereg_mr(mr->fmr);
@@ -77,6 +77,18 @@ static int mr_close(struct fid *fid)
 	return 0;
 }
 
+/* mr_close under the domain's lock (FI_THREAD_SAFE) */
+static int mr_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_mr *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = mr_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
+}
+
 static struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
@@ -85,7 +97,8 @@ static struct fi_ops mr_fi_ops = {
 	.ops_open = ffi_ops_open_nosys,
 };
 
-static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+static int mr_reg_unlocked(struct fid *fid, const void *buf, size_t len, uint64_t access,
+			uint64_t offset,
 		  uint64_t requested_key, uint64_t flags, struct fid_mr **fmr, void *context)
 {
 	struct ffi_domain *dom = (struct ffi_domain *)fid;
@@ -123,6 +136,19 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	dom->refs++;
 	*fmr = &mr->mr;
 	return 0;
+}
+
+/* mr_reg under the domain's lock (FI_THREAD_SAFE) */
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+		  uint64_t requested_key, uint64_t flags, struct fid_mr **fmr, void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)fid;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = mr_reg_unlocked(fid, buf, len, access, offset, requested_key, flags, fmr, context);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
@@ -239,7 +265,8 @@ static fi_addr_t av_add(struct ffi_av *av, const struct ffi_addr *in)
 	return slot;
 }
 
-static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr,
+static int av_insert_unlocked(struct fid_av *fav, const void *addr, size_t count,
+			fi_addr_t *fi_addr,
 		     uint64_t flags, void *context)
 {
 	struct ffi_av *av = (struct ffi_av *)fav;
@@ -264,8 +291,21 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr
 	return done;
 }
 
+/* av_insert under the domain's lock (FI_THREAD_SAFE) */
+static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr,
+		     uint64_t flags, void *context)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_insert_unlocked(fav, addr, count, fi_addr, flags, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
 /* node:service names an endpoint's name socket (name.c): the address it answers. */
-static int av_insertsvc(struct fid_av *fav, const char *node, const char *service,
+static int av_insertsvc_unlocked(struct fid_av *fav, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct ffi_av *av = (struct ffi_av *)fav;
@@ -284,6 +324,19 @@ static int av_insertsvc(struct fid_av *fav, const char *node, const char *servic
 	return fa != FI_ADDR_NOTAVAIL;
 }
 
+/* av_insertsvc under the domain's lock (FI_THREAD_SAFE) */
+static int av_insertsvc(struct fid_av *fav, const char *node, const char *service,
+			fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_insertsvc_unlocked(fav, node, service, fi_addr, flags, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
 			size_t svccnt, fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
@@ -298,7 +351,7 @@ static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, con
 	return -FI_ENOSYS;
 }
 
-static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+static int av_remove_unlocked(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
 {
 	struct ffi_av *av = (struct ffi_av *)fav;
 
@@ -314,7 +367,19 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
 	return 0;
 }
 
-static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
+/* av_remove under the domain's lock (FI_THREAD_SAFE) */
+static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_remove_unlocked(fav, fi_addr, count, flags);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int av_lookup_unlocked(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
 {
 	const struct ffi_av_entry *e = ffi_av_get((struct ffi_av *)fav, fa);
 	size_t n;
@@ -331,6 +396,18 @@ static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrl
 		memcpy(addr, out, n);
 	*addrlen = len;
 	return 0;
+}
+
+/* av_lookup under the domain's lock (FI_THREAD_SAFE) */
+static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_lookup_unlocked(fav, fa, addr, addrlen);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, size_t *len)
@@ -364,7 +441,7 @@ static int av_set_nosys(struct fid_av *av, struct fi_av_set_attr *attr, struct f
 	return -FI_ENOSYS;
 }
 
-static int av_close(struct fid *fid)
+static int av_close_unlocked(struct fid *fid)
 {
 	struct ffi_av *av = (struct ffi_av *)fid;
 
@@ -374,6 +451,18 @@ static int av_close(struct fid *fid)
 	free(av->tab);
 	free(av);
 	return 0;
+}
+
+/* av_close under the domain's lock (FI_THREAD_SAFE) */
+static int av_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static struct fi_ops av_fi_ops = {
@@ -395,7 +484,7 @@ static struct fi_ops_av av_ops = {
 	.av_set = av_set_nosys,
 };
 
-static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
+static int av_open_unlocked(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
 		   void *context)
 {
 	struct ffi_av *av;
@@ -418,6 +507,19 @@ static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fi
 	av->dom->refs++;
 	*fav = &av->av;
 	return 0;
+}
+
+/* av_open under the domain's lock (FI_THREAD_SAFE) */
+static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
+		   void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)domain;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_open_unlocked(domain, attr, fav, context);
+	ffi_unlock(d_);
+	return r_;
 }
 
 /* ---- atomics: every op x datatype of ofi_rxm, native where falcon has the instruction
@@ -458,6 +560,7 @@ static int domain_close(struct fid *fid)
 		free(h);
 	}
 	falcon_close(dom->ctx); /* frees the PD too */
+	pthread_mutex_destroy(&dom->lock);
 	free(dom);
 	return 0;
 }
@@ -574,6 +677,14 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	}
 	LIST_INIT(&dom->ahs);
 	LIST_INIT(&dom->mrs);
+	{
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&dom->lock, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	dom->fab = (struct ffi_fabric *)fabric;
 	dom->api_version = info && info->fabric_attr ? info->fabric_attr->api_version : 0;
 	dom->mr_mode = info && info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;

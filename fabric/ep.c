@@ -1087,7 +1087,8 @@ static ssize_t post_multi(struct ffi_ep *ep, struct ffi_rx *rx)
 	return 0;
 }
 
-static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t src,
+static ssize_t post_recv_unlocked(struct ffi_ep *ep, const struct iovec *iov, size_t count,
+			fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, uint64_t flags, void *context, bool tagged)
 {
 	struct ffi_unexp *u;
@@ -1208,6 +1209,19 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 	return 0;
 }
 
+/* post_recv under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t src,
+			 uint64_t tag, uint64_t ignore, uint64_t flags, void *context, bool tagged)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = post_recv_unlocked(ep, iov, count, src, tag, ignore, flags, context, tagged);
+	ffi_unlock(d_);
+	return r_;
+}
+
 /* ---- posting sends ---- */
 
 /* A message above FFI_MAX_MSG: announce it; the receiver READs it (see rndv_start). */
@@ -1264,7 +1278,8 @@ static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t des
 	return r;
 }
 
-static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
+static ssize_t post_send_unlocked(struct ffi_ep *ep, const struct iovec *iov, size_t count,
+			fi_addr_t dest,
 			 uint64_t tag, uint64_t data, uint64_t flags, void *context, bool tagged)
 {
 	size_t len = 0, hlen = ep->type == FI_EP_DGRAM ? sizeof(struct ffi_ud_hdr) :
@@ -1325,6 +1340,19 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 	if (r)
 		ffi_op_put(ep, op);
 	return r;
+}
+
+/* post_send under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
+			 uint64_t tag, uint64_t data, uint64_t flags, void *context, bool tagged)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = post_send_unlocked(ep, iov, count, dest, tag, data, flags, context, tagged);
+	ffi_unlock(d_);
+	return r_;
 }
 
 /* ---- fi_ops_msg ---- */
@@ -1513,7 +1541,7 @@ static struct fi_ops_tagged tagged_ops = {
 
 /* ---- fi_ops_ep ---- */
 
-static ssize_t ep_cancel(fid_t fid, void *context)
+static ssize_t ep_cancel_unlocked(fid_t fid, void *context)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 	struct ffi_rx_list *lists[2] = { &ep->rx_msg, &ep->rx_tag };
@@ -1541,8 +1569,20 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	return -FI_ENOENT;
 }
 
+/* ep_cancel under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = ep_cancel_unlocked(fid, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
 /* FI_OPT_MIN_MULTI_RECV (fi_endpoint(3)), the only option. */
-static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+static int ep_getopt_unlocked(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 
@@ -1555,7 +1595,19 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *op
 	return 0;
 }
 
-static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+/* ep_getopt under the domain's lock (FI_THREAD_SAFE) */
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_getopt_unlocked(fid, level, optname, optval, optlen);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int ep_setopt_unlocked(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 
@@ -1565,6 +1617,18 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 		return -FI_EINVAL;
 	memcpy(&ep->min_multi_recv, optval, sizeof(size_t));
 	return 0;
+}
+
+/* ep_setopt under the domain's lock (FI_THREAD_SAFE) */
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_setopt_unlocked(fid, level, optname, optval, optlen);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **tx,
@@ -1614,7 +1678,7 @@ static struct fi_ops_ep ep_ops = {
 
 /* ---- fi_ops_cm: only the endpoint's name ---- */
 
-static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
+static int cm_getname_unlocked(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 	size_t n;
@@ -1627,6 +1691,18 @@ static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
 		return -FI_ETOOSMALL;
 	ffi_addr_to(ep->dom->addr_format, &ep->self, ep->svc, addr);
 	return 0;
+}
+
+/* cm_getname under the domain's lock (FI_THREAD_SAFE) */
+static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cm_getname_unlocked(fid, addr, addrlen);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static int cm_setname(fid_t fid, void *addr, size_t addrlen)
@@ -1787,7 +1863,7 @@ static void ep_free(struct ffi_ep *ep)
 	free(ep);
 }
 
-static int ep_close(struct fid *fid)
+static int ep_close_unlocked(struct fid *fid)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 
@@ -1814,7 +1890,19 @@ static int ep_close(struct fid *fid)
 	return 0;
 }
 
-static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+/* ep_close under the domain's lock (FI_THREAD_SAFE) */
+static int ep_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 	int r;
@@ -1877,7 +1965,19 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 }
 
-static int ep_control(struct fid *fid, int command, void *arg)
+/* ep_bind under the domain's lock (FI_THREAD_SAFE) */
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_bind_unlocked(fid, bfid, flags);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int ep_control_unlocked(struct fid *fid, int command, void *arg)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 
@@ -1912,6 +2012,18 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	}
 }
 
+/* ep_control under the domain's lock (FI_THREAD_SAFE) */
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_control_unlocked(fid, command, arg);
+	ffi_unlock(d_);
+	return r_;
+}
+
 static int ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
 {
 	(void)fid;
@@ -1930,7 +2042,8 @@ static struct fi_ops ep_fi_ops = {
 	.ops_open = ep_ops_open,
 };
 
-int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep,
+static int ffi_endpoint_unlocked(struct fid_domain *domain, struct fi_info *info,
+			struct fid_ep **fep,
 		 void *context)
 {
 	struct ffi_domain *dom = (struct ffi_domain *)domain;
@@ -2046,4 +2159,17 @@ fail_r:
 	FFI_WARN(FI_LOG_EP_CTRL, "endpoint: %s\n", falcon_strerror(r));
 	ep_free(ep);
 	return r ? r : -FI_EIO;
+}
+
+/* ffi_endpoint under the domain's lock (FI_THREAD_SAFE) */
+int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep,
+		 void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)domain;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ffi_endpoint_unlocked(domain, info, fep, context);
+	ffi_unlock(d_);
+	return r_;
 }

@@ -18,7 +18,7 @@ FABRIC_TEST_SRCS := $(wildcard tests/fabric/fi_*.c)
 FABRIC_TEST_BINS := $(FABRIC_TEST_SRCS:%.c=$(BUILD)/%)
 $(FABRIC_TEST_BINS): $(BUILD)/tests/fabric/%: tests/fabric/%.c tests/fabric/fitest.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/fabric $< -o $@ $(ALL_LDFLAGS) -lfabric
+	$(CC) $(ALL_CFLAGS) -Itests/fabric $< -o $@ $(ALL_LDFLAGS) -lfabric -lpthread
 
 FABRIC_ALL := $(FABRIC_PROV) $(FABRIC_TEST_BINS)
 

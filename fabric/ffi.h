@@ -81,7 +81,10 @@
  * one rank per node does the rank's own window state through the BTL (the self path).
  *
  * Progress: manual; every CQ read and every post on an endpoint progresses it.
- * Threads: FI_THREAD_DOMAIN (the application serializes access to a domain's objects).
+ * Threads: FI_THREAD_SAFE: every entry point on a domain's objects (posts, CQ and counter
+ * reads, AV, MR, endpoint control) runs under the domain's lock; blocking waits
+ * (fi_cq_sread, fi_cntr_wait) sleep without it. Each endpoint's name thread (name.c) only
+ * reads what never changes after the endpoint is made.
  */
 #ifndef FFI_H
 #define FFI_H
@@ -256,7 +259,12 @@ struct ffi_domain {
 	int refs;                   /* objects open on it */
 	LIST_HEAD(, ffi_ah) ahs;
 	LIST_HEAD(, ffi_mr) mrs;    /* for the targets of emulated atomics */
+	pthread_mutex_t lock;       /* every entry point on the domain's objects holds it
+				       (FI_THREAD_SAFE); recursive */
 };
+
+static inline void ffi_lock(struct ffi_domain *d) { pthread_mutex_lock(&d->lock); }
+static inline void ffi_unlock(struct ffi_domain *d) { pthread_mutex_unlock(&d->lock); }
 
 struct ffi_mr {
 	struct fid_mr mr;

@@ -347,7 +347,7 @@ static struct fi_info *info_of(const struct gi_req *q, enum fi_ep_type type,
 
 	fi->domain_attr->name = strdup(FFI_PROV_NAME);
 	fi->domain_attr->caps = all & DOMAIN_CAPS;
-	fi->domain_attr->threading = FI_THREAD_DOMAIN;
+	fi->domain_attr->threading = FI_THREAD_SAFE;
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
@@ -397,8 +397,8 @@ static struct fi_info *info_of(const struct gi_req *q, enum fi_ep_type type,
 
 		if (d->name && strcasecmp(d->name, FFI_PROV_NAME))
 			goto nodata;
-		if (d->threading == FI_THREAD_SAFE || d->threading == FI_THREAD_FID)
-			goto nodata;
+		if (d->threading != FI_THREAD_UNSPEC)
+			fi->domain_attr->threading = d->threading; /* every level: we are safe */
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
 			goto nodata;
 		if (d->cq_data_size > fi->domain_attr->cq_data_size)

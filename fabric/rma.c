@@ -140,7 +140,7 @@ void ffi_rjob_pump(struct ffi_ep *ep)
 	}
 }
 
-static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
+static ssize_t rma_post_unlocked(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
 			fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data, uint64_t flags,
 			void *context)
 {
@@ -192,6 +192,20 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 	if (r)
 		ffi_op_put(ep, op);
 	return r;
+}
+
+/* rma_post under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
+			fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data, uint64_t flags,
+			void *context)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = rma_post_unlocked(ep, write, buf, len, desc, peer, addr, key, data, flags, context);
+	ffi_unlock(d_);
+	return r_;
 }
 
 /* A READ, WRITE or atomic completed successfully: results into place, the completion. */
@@ -306,7 +320,7 @@ enum { AT_WRITE = FFI_AT_WRITE, AT_FETCH = FFI_AT_FETCH, AT_COMPARE = FFI_AT_COM
 
 /* One 64-bit atomic: operand *buf, compare operand *cmp (AT_COMPARE), old value into
  * *result (AT_FETCH, AT_COMPARE). */
-static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t count,
+static ssize_t atomic_post_unlocked(struct ffi_ep *ep, int kind, const void *buf, size_t count,
 			   const void *cmp, void *result, fi_addr_t dest, uint64_t addr,
 			   uint64_t key, enum fi_datatype dt, enum fi_op aop, uint64_t flags,
 			   void *context)
@@ -384,6 +398,21 @@ static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	if (r)
 		ffi_op_put(ep, op);
 	return r;
+}
+
+/* atomic_post under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t count,
+			   const void *cmp, void *result, fi_addr_t dest, uint64_t addr,
+			   uint64_t key, enum fi_datatype dt, enum fi_op aop, uint64_t flags,
+			   void *context)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = atomic_post_unlocked(ep, kind, buf, count, cmp, result, dest, addr, key, dt, aop, flags, context);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static ssize_t at_write(struct fid_ep *fep, const void *buf, size_t count, void *desc,
