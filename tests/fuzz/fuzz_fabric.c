@@ -7,7 +7,7 @@
  * endpoint's own address: operations go to itself) and a registered buffer are opened once;
  * each input is a sequence of up to FF_OPS_MAX calls whose every argument comes from the
  * input: lengths, counts, flags, fi_addr values, keys, remote addresses, tags, datatypes and
- * ops, iov arrays, NULL where a pointer belongs. Pointers are NULL or valid memory (a wild
+ * ops, iov arrays, NULL where a pointer belongs; counters and endpoint options too. Pointers are NULL or valid memory (a wild
  * pointer is the caller's crash in any provider); addresses given to fi_av_insert are
  * garbage and removed at once, so nothing is ever sent to a daemon that does not exist.
  * What must hold: no crash, no sanitizer report, no hang (each input's CQ drain is
@@ -122,7 +122,7 @@ static uint64_t flags_of(struct rd *r)
 {
 	static const uint64_t common[] = { 0, FI_COMPLETION, FI_INJECT, FI_REMOTE_CQ_DATA, FI_PEEK,
 					   FI_CLAIM, FI_DISCARD, FI_PEEK | FI_CLAIM,
-					   FI_INJECT | FI_COMPLETION, FI_MORE };
+					   FI_INJECT | FI_COMPLETION, FI_MORE, FI_MULTI_RECV };
 	uint8_t k = u8(r);
 
 	return k < 200 ? common[k % (sizeof(common) / sizeof(common[0]))] : u64(r);
@@ -378,7 +378,29 @@ static void do_cq(struct rd *r, uint8_t what)
 
 static void do_objects(struct rd *r, uint8_t what)
 {
-	switch (what % 6) {
+	switch (what % 8) {
+	case 6: {
+		struct fi_cntr_attr a = { .events = u8(r) % 2, .wait_obj = u8(r) % 6,
+					  .flags = flags_of(r) };
+		struct fid_cntr *c = NULL;
+
+		if (fi_cntr_open(domain, u8(r) % 4 ? &a : NULL, u8(r) % 4 ? &c : NULL, NULL) || !c)
+			break;
+		fi_cntr_add(c, u64(r));
+		fi_cntr_adderr(c, u64(r));
+		fi_cntr_read(c);
+		fi_cntr_wait(c, u64(r), 0);
+		fi_close(&c->fid);
+		break;
+	}
+	case 7: {
+		size_t v = len_of(r), l = u8(r) % 16;
+
+		fi_setopt(&ep->fid, u8(r) % 3, (int)(u8(r) % 4), u8(r) & 1 ? &v : NULL, l);
+		fi_getopt(&ep->fid, u8(r) % 3, (int)(u8(r) % 4), u8(r) & 1 ? &v : NULL,
+			  u8(r) & 1 ? &l : NULL);
+		break;
+	}
 	case 0: {
 		struct fid_mr *m = NULL;
 		size_t len = len_of(r);
