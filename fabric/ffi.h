@@ -73,6 +73,11 @@
  * the operations as for any peer (atomics stay atomic against other peers'). AV entries
  * make their AH on first use, so inserting addresses (an MPI job inserts every rank's)
  * never waits for a daemon.
+ * Beside those (issue 25): FI_MULTI_RECV (ep.c, FI_OPT_MIN_MULTI_RECV), counters
+ * (cntr.c), every atomic op x datatype of ofi_rxm (native where falcon has the
+ * instruction, run by the target's provider otherwise: atomic.c), FI_THREAD_SAFE (the
+ * domain's lock). Not offered: FI_EP_MSG, FI_SHARED_AV, FI_RMA_EVENT, atomic ordering,
+ * FI_SOCKADDR (generic) addresses.
  *
  * Open MPI (4.1, tests/e2e/test_mpi.sh): pml cm + mtl ofi run on it (FI_TAGGED with
  * CQ data for the source rank, FI_SELECTIVE_COMPLETION with FI_COMPLETION in op_flags,
