@@ -477,9 +477,25 @@ static void do_objects(struct rd *r, uint8_t what)
 
 /* ---- setup, once ---- */
 
+static char dir[] = "/tmp/fuzz_fabric.XXXXXX";
+
+/* at exit: the daemon stopped, its runtime directory removed */
+static void stop_daemon(void)
+{
+	char cmd[96];
+
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGTERM);
+		waitpid(daemon_pid, NULL, 0);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		(void)0; /* litter in /tmp at worst */
+}
+
 static void start_daemon(void)
 {
-	static char dir[] = "/tmp/fuzz_fabric.XXXXXX", sock[128], port[16], cmport[16];
+	static char sock[128], port[16], cmport[16];
 	unsigned base = 30000u + (unsigned)getpid() % 20000u;
 
 	REQUIRE(mkdtemp(dir));
@@ -495,6 +511,7 @@ static void start_daemon(void)
 		      "--log-level", "error", (char *)NULL);
 		_exit(127);
 	}
+	atexit(stop_daemon);
 	for (int i = 0; i < 200; i++) {
 		struct stat st;
 
