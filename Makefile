@@ -156,6 +156,8 @@ SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 include daemon/daemon.mk
 # the libfabric provider (fabric/fabric.mk)
 include fabric/fabric.mk
+# the libibverbs ABI over the client library (verbs/verbs.mk)
+include verbs/verbs.mk
 # an MPI program over it (Open MPI's ofi MTL), run by tests/e2e/test_mpi.sh; built when
 # mpicc is there (make deps installs it)
 DEB_PKGS += openmpi-bin libopenmpi-dev
