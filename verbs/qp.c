@@ -21,6 +21,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -684,5 +685,10 @@ int fv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 		if (r < want)
 			break;
 	}
+	/* A verbs program spins on an empty CQ without giving the CPU away; falcond, which
+	 * has to make the completion, may be waiting for that very CPU (falcon's own
+	 * clients yield while they spin, falcon_wait_cq): an empty poll yields it. */
+	if (!got)
+		sched_yield();
 	return got;
 }
