@@ -171,7 +171,10 @@ FV_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!(q->fcq = falcon_create_cq(c->fc, cqe)))
+	/* falcon completes every send WR, verbs only the signaled: the completions of
+	 * unsignaled WRs take room until poll_cq passes them, FV_CQ_SLACK more entries */
+	if (!(q->fcq = falcon_create_cq(c->fc, (uint32_t)cqe + FV_CQ_SLACK > c->attr.max_cqe ?
+					 (int)c->attr.max_cqe : cqe + (int)FV_CQ_SLACK)))
 		goto fail;
 	if (ch) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = q };

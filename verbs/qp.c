@@ -310,7 +310,7 @@ static void remember(struct fv_qp *q, const struct ibv_qp_attr *a, int mask)
 	s->cur_qp_state = s->qp_state;
 }
 
-/* RTR of RC / XRC_SEND: the peer by its GID (the daemon's address) and QP number. */
+/* RTR of RC / XRC: the peer by its GID (the daemon's address) and QP number. */
 static int rtr_dest(struct fv_context *c, const struct ibv_qp_attr *a, int mask,
 		    struct falcon_qp_attr *f, char *host, size_t len)
 {
@@ -363,7 +363,7 @@ FV_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 			return rc;
 	}
 	if (cur == IBV_QPS_INIT && to == IBV_QPS_RTR &&
-	    (qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_SEND) &&
+	    qp->qp_type != IBV_QPT_UD &&
 	    (rc = rtr_dest(c, a, mask, &f, host, sizeof(host))))
 		return rc;
 	timers_of(a, mask, &f);
