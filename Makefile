@@ -248,6 +248,7 @@ test: deps
 		tests/e2e/test_api_contract.sh \
 		tests/e2e/test_bigmsg.sh \
 		tests/e2e/test_errors.sh \
+		tests/e2e/test_verbs.sh \
 		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)

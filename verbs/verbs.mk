@@ -38,3 +38,11 @@ install-verbs: $(VERBS_LIB)
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/falcon-run
 	install -m 644 docs/man/falcon-run.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 .PHONY: install-verbs
+
+# tests/e2e/test_verbs.sh's misbehaving verbs program: built against rdma-core's headers
+# and library like any verbs program, run over falcon's through falcon-run
+VERBS_ABUSE := $(BUILD)/tests/e2e/verbs_abuse
+$(VERBS_ABUSE): tests/e2e/verbs_abuse.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) -libverbs
+all: $(VERBS_ABUSE)
