@@ -207,8 +207,13 @@ FV_API struct ibv_context *ibv_open_device(struct ibv_device *dev)
 	c->attr.size = sizeof(c->attr);
 	if (falcon_query_device(c->fc, &c->attr))
 		goto fail_close;
-	if (falcon_query_addr(c->fc, c->addr, sizeof(c->addr), &c->cm_port, NULL))
-		goto fail_close;
+	if (falcon_query_addr(c->fc, c->addr, sizeof(c->addr), &c->cm_port, NULL)) {
+		if (errno != EOPNOTSUPP)
+			goto fail_close;
+		/* a daemon that predates the request: the host's address, the default port */
+		strcpy(c->addr, "0.0.0.0");
+		c->cm_port = FALCON_CM_PORT_DEFAULT;
+	}
 	gid_of_addr(c->addr, &c->gid);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);

@@ -58,6 +58,7 @@ struct fv_mr {
 struct fv_cq {
 	struct ibv_cq cq;
 	struct falcon_cq *fcq;
+	pthread_spinlock_t lock;   /* poll_cq: verbs lets threads share a CQ, falcon not */
 	struct fv_cq *next;        /* the context's list (async events name CQs) */
 };
 
@@ -88,6 +89,7 @@ struct fv_swr {
 struct fv_qp {
 	struct ibv_qp qp;
 	struct falcon_qp *fq;
+	pthread_spinlock_t sq_lock, rq_lock; /* post_send, post_recv: likewise per queue */
 	struct fv_qp *hnext;       /* the context's QP hash */
 	struct falcon_qp_init_attr fattr; /* as created (a UD QP is re-created for its Q_Key) */
 	struct ibv_qp_attr attr;   /* what ibv_query_qp reports */

@@ -194,6 +194,7 @@ FV_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
 	q->cq.cqe = cqe;
 	pthread_mutex_init(&q->cq.mutex, NULL);
 	pthread_cond_init(&q->cq.cond, NULL);
+	pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_mutex_lock(&c->lock);
 	q->next = c->cqs;
 	c->cqs = q;

@@ -193,6 +193,8 @@ struct ibv_qp *fv_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
 				 .qp_type = a->qp_type };
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
+	pthread_spin_init(&q->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&q->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	q->attr.qp_state = q->attr.cur_qp_state = IBV_QPS_RESET;
 	q->attr.port_num = 1;
 	q->attr.path_mtu = q->attr.path_mtu ? q->attr.path_mtu : IBV_MTU_1024;
@@ -541,7 +543,7 @@ static int post_batch(struct fv_qp *q, struct falcon_send_wr *fw, struct ibv_sen
 	return fv_errno(rc);
 }
 
-int fv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+static int post_send_locked(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct fv_qp *q = (struct fv_qp *)qp;
 	struct falcon_send_wr fw[BATCH];
@@ -607,7 +609,7 @@ static int post_recv_ud(struct fv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv
 	return 0;
 }
 
-int fv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+static int post_recv_locked(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct fv_qp *q = (struct fv_qp *)qp;
 	int rc;
@@ -620,6 +622,30 @@ int fv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 		return post_recv_ud(q, wr, bad);
 	rc = falcon_post_recv(q->fq, (struct falcon_recv_wr *)wr, (struct falcon_recv_wr **)bad);
 	return rc ? fv_errno(rc) : 0;
+}
+
+/* Verbs lets several threads post on one QP (providers lock each queue); falcon's rings
+ * want one poster: a spinlock per queue, uncontended in the usual one-thread case. */
+int fv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct fv_qp *q = (struct fv_qp *)qp;
+	int rc;
+
+	pthread_spin_lock(&q->sq_lock);
+	rc = post_send_locked(qp, wr, bad);
+	pthread_spin_unlock(&q->sq_lock);
+	return rc;
+}
+
+int fv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct fv_qp *q = (struct fv_qp *)qp;
+	int rc;
+
+	pthread_spin_lock(&q->rq_lock);
+	rc = post_recv_locked(qp, wr, bad);
+	pthread_spin_unlock(&q->rq_lock);
+	return rc;
 }
 
 /* ---- completions ---- */
@@ -674,17 +700,21 @@ int fv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	struct falcon_wc fw[BATCH];
 	int got = 0;
 
+	pthread_spin_lock(&q->lock);
 	while (got < n) {
 		int want = n - got < (int)BATCH ? n - got : (int)BATCH;
 		int r = falcon_poll_cq(q->fcq, want, fw);
 
-		if (r < 0)
+		if (r < 0) {
+			pthread_spin_unlock(&q->lock);
 			return got ? got : r;
+		}
 		for (int i = 0; i < r; i++)
 			got += wc_of(c, &fw[i], &wc[got]);
 		if (r < want)
 			break;
 	}
+	pthread_spin_unlock(&q->lock);
 	/* A verbs program spins on an empty CQ without giving the CPU away; falcond, which
 	 * has to make the completion, may be waiting for that very CPU (falcon's own
 	 * clients yield while they spin, falcon_wait_cq): an empty poll yields it. */

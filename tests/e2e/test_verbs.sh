@@ -92,6 +92,50 @@ for t in ib_atomic_bw ib_atomic_lat; do
 	e2e_check "$t -n $ITERS" pair "$t" "$t" -d falcon0 -x 0 -n "$ITERS"
 done
 
+# ---- falcon-perf under perftest's flags, and beside perftest ----
+PERF=$BUILD/bench/falcon-perf
+fperf() { # a|b args...: falcon-perf on side a / b (its own socket flag, the CM address)
+	local ns=$NP_NS_A sock=$TD_SOCK_A
+	[ "$1" = b ] && ns=$NP_NS_B sock=$TD_SOCK_B
+	shift
+	ip netns exec "$ns" timeout 120 "$PERF" "$1" --socket "$sock" "${@:2}"
+}
+fpair() { # name test args...: server in B, client in A to B's CM address
+	local name=$1 t=$2; shift 2
+	fperf b "$t" -d falcon0 -p 18600 >"$TMP/$name.fb" 2>&1 &
+	local pb=$!
+	sleep 0.5
+	fperf a "$t" -d falcon0 -p 18600 "$@" "$TD_CM_B" >"$TMP/$name.fa" 2>&1
+	local ra=$?
+	wait $pb
+	local rb=$?
+	[ $ra = 0 ] && [ $rb = 0 ] && return 0
+	echo "client exit $ra, server exit $rb"; cat "$TMP/$name.fa" "$TMP/$name.fb"
+	return 1
+}
+e2e_check "falcon-perf ib_write_bw -d falcon0 -s 4096 -n 500 -t 64 -m 4096 -F --report_gbits" \
+	fpair fwbw ib_write_bw -s 4096 -n 500 -t 64 -m 4096 -F --report_gbits
+grep -q 'BW average\[Gb/sec\]' "$TMP/fwbw.fa" && grep -q '^ 4096 *500 ' "$TMP/fwbw.fa" &&
+	e2e_ok "falcon-perf prints perftest's columns" || { cat "$TMP/fwbw.fa"; e2e_fail "falcon-perf's columns"; }
+e2e_check "falcon-perf ib_send_lat -a -n 20 (perftest's latency columns)" fpair fslat ib_send_lat -a -n 20
+grep -q 't_typical\[usec\]' "$TMP/fslat.fa" && e2e_ok "falcon-perf latency columns" ||
+	e2e_fail "falcon-perf latency columns"
+# VERBS_COMPARE=1: perftest and falcon-perf for the same sizes, one after the other
+if [ -n "${VERBS_COMPARE:-}" ]; then
+	for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
+		for sz in 8 4096 65536 1048576; do
+			n=2000; [ $sz -ge 1048576 ] && n=200
+			case $t in *_lat) [ $sz -ge 65536 ] && n=200 ;; esac
+			pair "cmp-$t-$sz" "$t" -d falcon0 -x 0 -s $sz -n $n >/dev/null 2>&1
+			pt=$(grep -E "^ $sz +" "$TMP/cmp-$t-$sz.a" | head -1)
+			fpair "cmpf-$t-$sz" "$t" -s $sz -n $n >/dev/null 2>&1
+			fp=$(grep -E "^ $sz +" "$TMP/cmpf-$t-$sz.fa" | head -1)
+			echo "$t $sz perftest: $pt"
+			echo "$t $sz falcon-perf: $fp"
+		done
+	done
+fi
+
 # ---- misbehaving programs get verbs' errors; the daemons keep serving ----
 e2e_check "verbs errors: bad lkey, bad rkey, RESET QP, CQ too small, peer gone, no MW/ODP/raw" \
 	ip netns exec "$NP_NS_A" "$RUN" "${PEERS[@]}" "$E2E_BIN/verbs_abuse" "$TD_SOCK_A" "$TD_SOCK_B"
