@@ -28,6 +28,7 @@
 #define FV_INLINE_MAX 512u     /* bytes of IBV_SEND_INLINE data per WR */
 #define FV_QP_HASH 256u        /* QP number -> QP buckets of a context */
 #define FV_MAX_RD_ATOM 16u     /* outstanding READs / atomics reported per QP */
+#define FV_CLOSE_GRACE_US 2000u /* ibv_destroy_qp of a live connected QP waits */
 #define FV_CQ_SLACK 2048u      /* CQ entries beyond the program's: unsignaled WRs' room */
 
 struct fv_qp;
