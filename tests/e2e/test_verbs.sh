@@ -43,10 +43,24 @@ TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
 td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
 
 # a program over falcon in namespace A / B; the other daemon's CM port through -P (the
-# two daemons listen on different ports)
+# two daemons listen on different ports). A sanitizer build of the library (make SAN=1)
+# loads into the (uninstrumented) programs only with its runtimes preloaded.
 PEERS=(-P "$TD_CM_A" -P "$TD_CM_B")
-in_a() { ip netns exec "$NP_NS_A" "$RUN" -S "$TD_SOCK_A" "${PEERS[@]}" "$@"; }
-in_b() { ip netns exec "$NP_NS_B" "$RUN" -S "$TD_SOCK_B" "${PEERS[@]}" "$@"; }
+SAN_ENV=()
+if ldd "$BUILD/verbs/libibverbs.so.1" | grep -q libasan; then
+	SAN_ENV=("LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+		 ASAN_OPTIONS=detect_leaks=0)
+fi
+in_a() { ip netns exec "$NP_NS_A" env "${SAN_ENV[@]}" "$RUN" -S "$TD_SOCK_A" "${PEERS[@]}" "$@"; }
+in_b() { ip netns exec "$NP_NS_B" env "${SAN_ENV[@]}" "$RUN" -S "$TD_SOCK_B" "${PEERS[@]}" "$@"; }
+# until the server in B listens on TCP port $1 (rdma-core's examples and perftest, 18515)
+wait_listen() {
+	for _ in $(seq 100); do
+		ip netns exec "$NP_NS_B" ss -Hltn "sport = :$1" | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # server (B) and client (A) of one program: both must exit 0 within 120 s; their output
 # (without the address lines) shown
@@ -54,7 +68,7 @@ pair() { # name args...
 	local name=$1; shift
 	in_b timeout 120 "$@" >"$TMP/$name.b" 2>&1 &
 	local pb=$!
-	sleep 0.5
+	wait_listen 18515
 	in_a timeout 120 "$@" "$NP_ADDR_B" >"$TMP/$name.a" 2>&1
 	local ra=$?
 	wait $pb
@@ -104,7 +118,7 @@ fpair() { # name test args...: server in B, client in A to B's CM address
 	local name=$1 t=$2; shift 2
 	fperf b "$t" -d falcon0 -p 18600 >"$TMP/$name.fb" 2>&1 &
 	local pb=$!
-	sleep 0.5
+	for _ in $(seq 100); do grep -q 'server on service' "$TMP/$name.fb" && break; sleep 0.1; done
 	fperf a "$t" -d falcon0 -p 18600 "$@" "$TD_CM_B" >"$TMP/$name.fa" 2>&1
 	local ra=$?
 	wait $pb
