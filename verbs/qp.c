@@ -354,8 +354,10 @@ FV_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 	char host[80];
 	int st, rc;
 
+	/* ours, unless falcon has moved the QP to ERR meanwhile (a connection's RTR may stay
+	 * INIT in falcon until the connection is open) */
 	st = falcon_query_qp(q->fq, NULL);
-	cur = st < 0 ? q->attr.qp_state : (enum ibv_qp_state)st;
+	cur = st == FALCON_QPS_ERR ? IBV_QPS_ERR : q->attr.qp_state;
 	to = (mask & IBV_QP_STATE) ? a->qp_state : cur;
 	if (!transition_ok(cur, to) || ((mask & IBV_QP_PORT) && a->port_num != 1))
 		return EINVAL;
@@ -400,7 +402,8 @@ FV_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask,
 	if (st < 0)
 		return fv_errno(st);
 	*a = q->attr;
-	a->qp_state = a->cur_qp_state = (enum ibv_qp_state)st;
+	if (st == FALCON_QPS_ERR)
+		a->qp_state = a->cur_qp_state = IBV_QPS_ERR;
 	a->cap = q->cap;
 	a->max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : FV_MAX_RD_ATOM;
 	a->max_dest_rd_atomic = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : FV_MAX_RD_ATOM;
