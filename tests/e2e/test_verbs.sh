@@ -40,7 +40,11 @@ if ! np_up; then
 	exit 1
 fi
 TD_NS_A=$NP_NS_A TD_NS_B=$NP_NS_B TD_ADDR_A=$NP_ADDR_A TD_ADDR_B=$NP_ADDR_B
-td_start || { e2e_fail "daemons start"; e2e_done; exit 1; }
+# perftest's latency programs spin on memory, never giving the CPU away; on a host with
+# fewer cores than spinners the daemons wait for the scheduler's tick (ms per round
+# trip, ib_write_lat -a past 120 s with the host loaded): the daemons run real-time, as
+# falcon-run(1) advises for such programs
+td_start "--sched fifo:10" "--sched fifo:10" || { e2e_fail "daemons start"; e2e_done; exit 1; }
 
 # a program over falcon in namespace A / B; the other daemon's CM port through -P (the
 # two daemons listen on different ports). A sanitizer build of the library (make SAN=1)
