@@ -167,7 +167,7 @@ if [ -n "${VERBS_COMPARE:-}" ]; then
 fi
 
 # ---- misbehaving programs get verbs' errors; the daemons keep serving ----
-e2e_check "verbs errors: bad lkey, bad rkey, RESET QP, CQ too small, peer gone, no MW/ODP/raw" \
+e2e_check "verbs errors: bad lkey, bad rkey, RESET QP, CQ too small, peer gone, no MW/ODP/raw; a UD answer by ibv_create_ah_from_wc" \
 	ip netns exec "$NP_NS_A" "$RUN" "${PEERS[@]}" "$E2E_BIN/verbs_abuse" "$TD_SOCK_A" "$TD_SOCK_B"
 kill -0 "$TD_PID_A" && kill -0 "$TD_PID_B" && e2e_ok "both falcond still run" ||
 	e2e_fail "a falcond died"

@@ -8,6 +8,7 @@
  * B's, before each ibv_open_device, so one program holds both ends of an RC connection.
  *
  *   verbs_abuse SOCK_A SOCK_B
+ * And one thing done right: a UD datagram answered through ibv_create_ah_from_wc.
  * Exit 0 when every case behaved; each case prints one line.
  */
 #include <errno.h>
@@ -306,6 +307,81 @@ static void peer_gone(const char *sa, const char *sb)
 	ibv_close_device(a.ctx);
 }
 
+/* A UD QP on one side. */
+static struct ibv_qp *ud_qp(struct side *s, const char *sock)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_all = 1 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	struct ibv_qp *qp;
+
+	s->ctx = open_on(sock);
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 16, NULL, NULL, 0);
+	s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf), IBV_ACCESS_LOCAL_WRITE);
+	ia.send_cq = ia.recv_cq = s->cq;
+	qp = ibv_create_qp(s->pd, &ia);
+	if (!qp || !s->mr || ibv_query_gid(s->ctx, 1, 0, &s->gid) ||
+	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return NULL;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return NULL;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) ? NULL : qp;
+}
+
+static int ud_send(struct ibv_qp *qp, struct side *s, struct ibv_ah *ah, uint32_t qpn)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + 2048, .length = 64, .lkey = s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .wr.ud = { .ah = ah, .remote_qpn = qpn, .remote_qkey = 0x11111111 } }, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int ud_recv(struct ibv_qp *qp, struct side *s)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = 40 + 64, .lkey = s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/* Not misbehaving: a UD datagram answered through ibv_create_ah_from_wc, with the GRH's
+ * 40 bytes counted as on a device. */
+static void ud_answer(const char *sa, const char *sb)
+{
+	struct side a, b;
+	struct ibv_qp *qa = ud_qp(&a, sa), *qb = ud_qp(&b, sb);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah *ah, *back;
+	struct ibv_wc wc;
+	int st;
+
+	if (!qa || !qb) {
+		check(0, "UD QPs");
+		return;
+	}
+	aa.grh.dgid = b.gid;
+	memset(b.buf + 2048, 0x5a, 64);
+	memset(a.buf + 2048, 0xa5, 64);
+	ah = ibv_create_ah(a.pd, &aa);
+	check(ah && !ud_recv(qb, &b) && !ud_recv(qa, &a) && !ud_send(qa, &a, ah, qb->qp_num) &&
+	      wait_wc(a.cq, &wc) == IBV_WC_SUCCESS, "UD: a datagram to the peer's GID and QP");
+	st = wait_wc(b.cq, &wc);
+	check(st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && (wc.wc_flags & IBV_WC_GRH) &&
+	      wc.byte_len == 40 + 64 && wc.src_qp == qa->qp_num && b.buf[40] == (char)0xa5,
+	      "UD: received after the GRH's 40 bytes, byte_len 104, src_qp the sender");
+	back = st == IBV_WC_SUCCESS ? ibv_create_ah_from_wc(b.pd, &wc, (struct ibv_grh *)b.buf, 1) : NULL;
+	check(back && !ud_send(qb, &b, back, wc.src_qp) && wait_wc(b.cq, &wc) == IBV_WC_SUCCESS &&
+	      wait_wc(a.cq, &wc) == IBV_WC_SUCCESS && a.buf[40] == 0x5a,
+	      "UD: answered through ibv_create_ah_from_wc");
+	ibv_close_device(a.ctx);
+	ibv_close_device(b.ctx);
+}
+
 /* What falcon lacks: refused as a device without the capability, no crash. */
 static void lacking(const char *sa)
 {
@@ -352,6 +428,7 @@ int main(int argc, char **argv)
 	reset_post(argv[1]);
 	bad_keys(argv[1], argv[2]);
 	lacking(argv[1]);
+	ud_answer(argv[1], argv[2]);
 	cq_too_small(argv[1], argv[2]);
 	peer_gone(argv[1], argv[2]);
 	return failed;
