@@ -178,6 +178,8 @@ include daemon/daemon.mk
 include fabric/fabric.mk
 # make install / uninstall and the directories they use (install.mk)
 include install.mk
+# the libibverbs ABI over the client library (verbs/verbs.mk)
+include verbs/verbs.mk
 # an MPI program over it (Open MPI's ofi MTL), run by tests/e2e/test_mpi.sh; built when
 # mpicc is there (make deps installs it)
 DEB_PKGS += openmpi-bin libopenmpi-dev
@@ -266,7 +268,7 @@ test: deps
 		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh \
 		tests/e2e/test_api_contract.sh tests/e2e/test_bigmsg.sh tests/e2e/test_errors.sh \
 		tests/e2e/test_install.sh tests/e2e/test_cli.sh tests/e2e/test_metrics.sh \
-		tests/e2e/test_scale.sh \
+		tests/e2e/test_scale.sh tests/e2e/test_verbs.sh \
 		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,8 @@ static struct {
 	uint64_t iters;
 	double duration;
 	int sweep, json, loop, event;
+	int perftest, gbits;     /* perftest's flags and columns (ib_write_bw ...), Gb/s */
+	uint32_t mtu;            /* -m in perftest's flags: shown, the daemon's --mtu rules */
 	uint16_t service;
 	const char *sock, *host;
 } o = { .size = 65536, .depth = 64, .qps = 1, .iters = 0, .warmup = 100, .service = 18515 };
@@ -304,6 +307,11 @@ static void report_bw(uint32_t size, uint64_t ops, double s)
 		printf("{\"test\":\"%s\",\"mode\":\"bw\",\"bytes\":%u,\"iters\":%" PRIu64
 		       ",\"qps\":%u,\"depth\":%u,\"seconds\":%.3f,\"gbit_s\":%.3f,\"mops\":%.4f}\n",
 		       test_name[o.test], size, ops, o.qps, o.depth, s, gbps, mops);
+	else if (o.perftest) /* perftest's MB = 2^20 bytes, Gb = 10^9 bits; no peak of
+				its own: the average for both */
+		printf(" %-7u    %-10" PRIu64 "       %-7.2f            %-7.2f\t\t   %-7.6f\n",
+		       size, ops, o.gbits ? gbps : (double)ops * size / s / 1048576.0,
+		       o.gbits ? gbps : (double)ops * size / s / 1048576.0, mops);
 	else
 		printf(" %-10u %-12" PRIu64 " %-14.3f %-12.4f\n", size, ops, gbps, mops);
 	fflush(stdout);
@@ -320,7 +328,19 @@ static void report_lat(uint32_t size, uint64_t *lat, uint64_t n, int half)
 		       ",\"half_rtt\":%s,\"min_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f,"
 		       "\"p999_us\":%.2f,\"max_us\":%.2f}\n", test_name[o.test], size, n,
 		       half ? "true" : "false", PCT(0), PCT(0.5), PCT(0.99), PCT(0.999), PCT(1.0));
-	else
+	else if (o.perftest) {
+		double sum = 0, sq = 0, avg, sd;
+
+		for (uint64_t i = 0; i < n; i++)
+			sum += (double)lat[i] / d;
+		avg = sum / (double)n;
+		for (uint64_t i = 0; i < n; i++)
+			sq += ((double)lat[i] / d - avg) * ((double)lat[i] / d - avg);
+		sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+		printf(" %-7u %-10" PRIu64 "   %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     "
+		       "\t%-7.2f\t\t%-7.2f \t\t%-7.2f\n", size, n, PCT(0), PCT(1.0), PCT(0.5), avg,
+		       sd, PCT(0.99), PCT(0.999));
+	} else
 		printf(" %-10u %-10" PRIu64 " %-10.2f %-10.2f %-10.2f %-10.2f %-10.2f\n", size, n,
 		       PCT(0), PCT(0.5), PCT(0.99), PCT(0.999), PCT(1.0));
 #undef PCT
@@ -409,6 +429,29 @@ static void run_lat(uint32_t size)
 	free(lat);
 }
 
+/* perftest's banner and column names (o.perftest). */
+static void perftest_header(void)
+{
+	static const char *const title[] = { "RDMA_Write", "RDMA_Read", "Send", "Atomic FETCH_AND_ADD" };
+	const char *dash = "---------------------------------------------------------------------------------------";
+
+	printf("%s\n                    %s %s Test (falcon-perf)\n", dash, title[o.test],
+	       o.mode == M_LAT ? "Latency" : "BW");
+	printf(" Dual-port       : OFF\t\tDevice         : falcon0\n");
+	printf(" Number of qps   : %u\t\tTransport type : Falcon\n", o.qps);
+	printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
+	if (o.mode == M_BW)
+		printf(" TX depth        : %u\n", o.depth);
+	printf(" Mtu             : %u[B] (the daemon's --mtu applies)\n", o.mtu);
+	printf(" Link type       : Ethernet\n%s\n", dash);
+	if (o.mode == M_LAT)
+		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
+		       "    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec] \n");
+	else
+		printf(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n",
+		       o.gbits ? "Gb/sec" : "MB/sec", o.gbits ? "Gb/sec" : "MB/sec");
+}
+
 static int client(void)
 {
 	struct falcon_qp_init_attr at = qp_attr();
@@ -438,7 +481,9 @@ static int client(void)
 			got |= 2;
 		}
 	}
-	if (!o.json) {
+	if (!o.json && o.perftest)
+		perftest_header();
+	else if (!o.json) {
 		printf("falcon-perf: %s %s, %u QP(s), depth %u, %s\n", test_name[o.test],
 		       o.mode == M_LAT ? "latency" : "bandwidth", o.qps,
 		       o.mode == M_LAT ? 1 : o.depth,
@@ -453,6 +498,8 @@ static int client(void)
 	}
 	if (o.test == T_ATOMIC)
 		lo = hi = 8;
+	if (o.perftest && o.sweep && lo < 2)
+		lo = 2; /* perftest's -a starts at 2 bytes */
 	for (uint32_t s = lo; s <= hi; s = s * 2 > s ? s * 2 : hi + 1) {
 		if (o.mode == M_LAT)
 			run_lat(s);
@@ -507,7 +554,87 @@ static void usage(FILE *f)
 		"  -S, --socket PATH                   falcond API socket (default $FALCON_SOCKET)\n"
 		"  -e, --event                         sleep on the CQ's fd instead of busy-polling\n"
 		"  -j, --json                          one JSON object per size\n"
-		"  -V, --version, -h, --help\n");
+		"  -V, --version, -h, --help\n"
+		"   or: falcon-perf ib_write_bw|ib_read_bw|ib_send_bw|ib_atomic_bw|ib_*_lat\n"
+		"              [perftest's options: -d falcon0 -s -n -D -q -a -t TX-DEPTH -m MTU -F\n"
+		"               --report_gbits -p PORT -e; --socket PATH] [HOST[:CM-PORT]]\n"
+		"       (or under such a name): perftest's flags and columns, -a up to 4 MiB\n");
+}
+
+/* perftest's names: "ib_write_bw" ... -> test and mode; 0, or -1 for another name. */
+static int perftest_name(const char *name)
+{
+	const char *b = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	char t[16], m[4];
+
+	if (sscanf(b, "ib_%15[a-z]_%3[a-z]", t, m) != 2 || (strcmp(m, "bw") && strcmp(m, "lat")))
+		return -1;
+	for (o.test = T_WRITE; o.test <= T_ATOMIC && strcmp(t, test_name[o.test]); o.test++)
+		;
+	if (o.test > T_ATOMIC)
+		return -1;
+	o.mode = strcmp(m, "lat") ? M_BW : M_LAT;
+	return 0;
+}
+
+/* perftest's flags (issue 24: a user's scripts carry over): falcon-perf ib_write_bw
+ * [perftest options] [HOST[:CM-PORT]], or falcon-perf under such a name. What falcon-perf
+ * has no counterpart for is refused (-b, -R, UC/UD/XRC) or taken and ignored (-i, -x, -F,
+ * -I, -o, -Q, -l, -r, -u, -S service level), as perftest ignores what a device lacks. */
+static int perftest_args(int argc, char **argv)
+{
+	enum { O_GBITS = 256, O_SOCKET, O_JSON };
+	static const struct option lo[] = {
+		{ "port", 1, NULL, 'p' }, { "ib-dev", 1, NULL, 'd' }, { "ib-port", 1, NULL, 'i' },
+		{ "mtu", 1, NULL, 'm' }, { "size", 1, NULL, 's' }, { "all", 0, NULL, 'a' },
+		{ "iters", 1, NULL, 'n' }, { "duration", 1, NULL, 'D' }, { "tx-depth", 1, NULL, 't' },
+		{ "qp", 1, NULL, 'q' }, { "CPU-freq", 0, NULL, 'F' }, { "bidirectional", 0, NULL, 'b' },
+		{ "report_gbits", 0, NULL, O_GBITS }, { "gid-index", 1, NULL, 'x' },
+		{ "connection", 1, NULL, 'c' }, { "inline_size", 1, NULL, 'I' }, { "events", 0, NULL, 'e' },
+		{ "rdma_cm", 0, NULL, 'R' }, { "socket", 1, NULL, O_SOCKET }, { "json", 0, NULL, O_JSON },
+		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	int c, sized = 0, counted = 0;
+
+	o.mtu = 4096;
+	o.depth = 128;
+	o.size = o.mode == M_LAT ? 2 : 65536;
+	while ((c = getopt_long(argc, argv, "p:d:i:m:s:an:D:t:q:Fbx:c:I:eRS:o:Q:l:r:u:h", lo,
+				NULL)) != -1) {
+		switch (c) {
+		case 'p': o.service = (uint16_t)atoi(optarg); break;
+		case 'd':
+			if (strcmp(optarg, "falcon0"))
+				fail("-d %s: the device is falcon0", optarg);
+			break;
+		case 'm': o.mtu = (uint32_t)atoi(optarg); break;
+		case 's': o.size = (uint32_t)parse_size(optarg); sized = 1; break;
+		case 'a': o.sweep = 1; o.size = SIZE_MAX_BYTES; sized = 1; break;
+		case 'n': o.iters = parse_size(optarg); counted = 1; break;
+		case 'D': o.duration = atof(optarg); counted = 1; break;
+		case 't': o.depth = (uint32_t)parse_size(optarg); break;
+		case 'q': o.qps = (uint32_t)parse_size(optarg); break;
+		case 'b': fail("-b (bidirectional) is not in falcon-perf yet");
+		case 'R': fail("-R (rdma_cm): falcon-perf connects through falcond's CM itself");
+		case 'c':
+			if (strcmp(optarg, "RC"))
+				fail("-c %s: falcon-perf measures RC", optarg);
+			break;
+		case 'e': o.event = 1; break;
+		case O_GBITS: o.gbits = 1; break;
+		case O_SOCKET: o.sock = optarg; break;
+		case O_JSON: o.json = 1; break;
+		case 'h': usage(stdout); exit(0);
+		case 'i': case 'x': case 'F': case 'I': case 'S': case 'o': case 'Q': case 'l':
+		case 'r': case 'u': break;
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (!counted)
+		o.iters = o.mode == M_LAT ? 1000 : 5000; /* perftest's defaults */
+	if (optind >= argc && !sized)
+		o.size = SIZE_MAX_BYTES; /* a server: room for whatever the client asks */
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -522,7 +649,15 @@ int main(int argc, char **argv)
 	int c;
 
 	o.duration = 2;
-	while ((c = getopt_long(argc, argv, "t:m:s:ad:q:n:D:w:p:S:jehV", lo, NULL)) != -1) {
+	if (perftest_name(argv[0]) == 0 || (argc > 1 && perftest_name(argv[1]) == 0)) {
+		o.perftest = 1;
+		perftest_args(argc - (perftest_name(argv[0]) != 0),
+			      argv + (perftest_name(argv[0]) != 0));
+		argc -= perftest_name(argv[0]) != 0;
+		argv += perftest_name(argv[0]) != 0;
+		goto parsed;
+	}
+	while ((c = getopt_long(argc, argv, "t:m:s:ad:q:n:D:w:p:S:jeh", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			for (o.test = T_WRITE; o.test <= T_ATOMIC && strcmp(optarg, test_name[o.test]);
@@ -552,6 +687,7 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+parsed:
 	if (o.size > SIZE_MAX_BYTES || o.qps > QPS_MAX || o.depth > 512 || !o.service ||
 	    o.duration <= 0)
 		fail("size up to %u, qps up to %u, depth up to 512, a service and a duration",

@@ -914,6 +914,16 @@ static int do_query_device(struct client *c, const struct fc_api_hdr *h)
 	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
+/* QUERY_ADDR: the address and ports the daemon was told to listen on. */
+static int do_query_addr(struct client *c, const struct fc_api_hdr *h)
+{
+	const struct fd_daemon *d = c->a->d;
+	struct fc_api_addr_rep rep = { .data_port = d->cfg.data_port, .cm_port = d->cfg.cm_port };
+
+	snprintf(rep.addr, sizeof(rep.addr), "%s", d->cfg.listen_addr);
+	return reply(c, h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
 static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
 {
 	struct fc_api_handle rep = { 0 };
@@ -1787,6 +1797,7 @@ static int handle(struct client *c, const uint8_t *msg, size_t n, int *fds, unsi
 	case FC_API_CREATE_AH_SRC: do_create_ah_src(c, h, body); break;
 	case FC_API_OPEN_XRCD: do_open_xrcd(c, h); break;
 	case FC_API_QUERY_DEVICE: do_query_device(c, h); break;
+	case FC_API_QUERY_ADDR: do_query_addr(c, h); break;
 	default: {
 		struct fc_api_handle hd;
 

@@ -83,11 +83,13 @@ static void copy_out(const struct ffi_cq *cq, void *buf, size_t i, const struct 
 	}
 }
 
-static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+static ssize_t cq_readfrom_unlocked(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fcq;
 	size_t n = 0;
 
+	if (count && !buf)
+		return -FI_EINVAL;
 	progress(cq);
 	if (cq->count && cq->ring[cq->head].err)
 		return -FI_EAVAIL;
@@ -104,17 +106,31 @@ static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_
 	return n ? (ssize_t)n : -FI_EAGAIN;
 }
 
+/* cq_readfrom under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fcq)->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = cq_readfrom_unlocked(fcq, buf, count, src);
+	ffi_unlock(d_);
+	return r_;
+}
+
 static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
 {
 	return cq_readfrom(fcq, buf, count, NULL);
 }
 
-static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+static ssize_t cq_readerr_unlocked(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fcq;
 	const struct ffi_cqe *e;
 
 	(void)flags;
+	if (!buf)
+		return -FI_EINVAL;
 	if (!cq->count || !cq->ring[cq->head].err)
 		return -FI_EAGAIN;
 	e = &cq->ring[cq->head];
@@ -133,6 +149,18 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint6
 	cq->head = (cq->head + 1) % cq->size;
 	cq->count--;
 	return 1;
+}
+
+/* cq_readerr under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fcq)->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = cq_readerr_unlocked(fcq, buf, flags);
+	ffi_unlock(d_);
+	return r_;
 }
 
 /* Wait until a completion is there, fi_cq_signal is called or timeout_ms passes
@@ -155,8 +183,10 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 		if (r != -FI_EAGAIN)
 			return r;
 		/* arm, then look once more: a completion before the arming is not announced */
+		ffi_lock(cq->dom);
 		for (unsigned i = 0; i < cq->neps; i++)
 			falcon_req_notify_cq(cq->eps[i]->fcq, 0);
+		ffi_unlock(cq->dom);
 		r = cq_readfrom(fcq, buf, count, src);
 		if (r != -FI_EAGAIN)
 			return r;
@@ -170,8 +200,10 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 		n = epoll_wait(cq->epfd, ev, FFI_BIND_MAX + 1, wait_ms);
 		if (n < 0 && errno != EINTR)
 			return -errno;
+		ffi_lock(cq->dom);
 		for (unsigned i = 0; i < cq->neps; i++)
 			falcon_cq_ack_events(cq->eps[i]->fcq);
+		ffi_unlock(cq->dom);
 		if (read(cq->sigfd, &v, sizeof(v)) == sizeof(v))
 			return -FI_EAGAIN; /* fi_cq_signal */
 	}
@@ -204,6 +236,38 @@ static const char *cq_strerror(struct fid_cq *fcq, int prov_errno, const void *e
 	return s;
 }
 
+/* fi_trywait(3) on a CQ: 0 when the application may sleep on its wait fd (every bound
+ * endpoint's falcon CQ armed, old notifications consumed, nothing to read), -FI_EAGAIN
+ * when it has completions to read first. */
+static int ffi_cq_trywait_unlocked(struct ffi_cq *cq)
+{
+	if (cq->wait_obj == FI_WAIT_NONE)
+		return -FI_EINVAL;
+	progress(cq);
+	if (cq->count)
+		return -FI_EAGAIN;
+	for (unsigned i = 0; i < cq->neps; i++) {
+		while (falcon_cq_ack_events(cq->eps[i]->fcq) == 0)
+			;
+		falcon_req_notify_cq(cq->eps[i]->fcq, 0);
+	}
+	/* what completed before the arming is not announced: look once more */
+	progress(cq);
+	return cq->count ? -FI_EAGAIN : 0;
+}
+
+/* ffi_cq_trywait under the domain's lock (FI_THREAD_SAFE) */
+int ffi_cq_trywait(struct ffi_cq *cq)
+{
+	struct ffi_domain *d_ = cq->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ffi_cq_trywait_unlocked(cq);
+	ffi_unlock(d_);
+	return r_;
+}
+
 int ffi_cq_bind_ep(struct ffi_cq *cq, struct ffi_ep *ep)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = ep };
@@ -232,7 +296,7 @@ void ffi_cq_unbind_ep(struct ffi_cq *cq, struct ffi_ep *ep)
 	}
 }
 
-static int cq_close(struct fid *fid)
+static int cq_close_unlocked(struct fid *fid)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fid;
 
@@ -246,17 +310,43 @@ static int cq_close(struct fid *fid)
 	return 0;
 }
 
-static int cq_control(struct fid *fid, int command, void *arg)
+/* cq_close under the domain's lock (FI_THREAD_SAFE) */
+static int cq_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cq_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int cq_control_unlocked(struct fid *fid, int command, void *arg)
 {
 	struct ffi_cq *cq = (struct ffi_cq *)fid;
 
 	if (command != FI_GETWAIT || cq->wait_obj != FI_WAIT_FD)
 		return -FI_ENOSYS;
+	if (!arg)
+		return -FI_EINVAL;
 	/* the epoll fd polls readable when a bound endpoint's armed falcon CQ fires */
 	for (unsigned i = 0; i < cq->neps; i++)
 		falcon_req_notify_cq(cq->eps[i]->fcq, 0);
 	*(int *)arg = cq->epfd;
 	return 0;
+}
+
+/* cq_control under the domain's lock (FI_THREAD_SAFE) */
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct ffi_domain *d_ = ((struct ffi_cq *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cq_control_unlocked(fid, command, arg);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static struct fi_ops cq_fi_ops = {
@@ -278,13 +368,17 @@ static struct fi_ops_cq cq_ops = {
 	.strerror = cq_strerror,
 };
 
-int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **fcq,
+static int ffi_cq_open_unlocked(struct fid_domain *domain, struct fi_cq_attr *attr,
+			struct fid_cq **fcq,
 		void *context)
 {
 	struct ffi_cq *cq;
-	size_t size = attr->size ? attr->size : FFI_CQ_DEFAULT;
+	size_t size;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
+	if (!attr || !fcq)
+		return -FI_EINVAL;
+	size = attr->size ? attr->size : FFI_CQ_DEFAULT;
 	if (size > FFI_CQ_MAX)
 		return -FI_EINVAL;
 	switch (attr->wait_obj) {
@@ -336,4 +430,17 @@ int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 	cq->cq.ops = &cq_ops;
 	*fcq = &cq->cq;
 	return 0;
+}
+
+/* ffi_cq_open under the domain's lock (FI_THREAD_SAFE) */
+int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **fcq,
+		void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)domain;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ffi_cq_open_unlocked(domain, attr, fcq, context);
+	ffi_unlock(d_);
+	return r_;
 }

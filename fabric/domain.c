@@ -4,6 +4,7 @@
  * vector and its cache of address handles, and which atomics the provider has.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,16 +64,29 @@ int ffi_addr_cmp(const struct ffi_addr *a, const struct ffi_addr *b)
 
 /* ---- memory regions ---- */
 
-static int mr_close(struct fid *fid)
+static int mr_close_unlocked(struct fid *fid)
 {
 	struct ffi_mr *mr = (struct ffi_mr *)fid;
 	int r = falcon_dereg_mr(mr->fmr);
 
 	if (r)
 		return r;
+	LIST_REMOVE(mr, link);
 	mr->dom->refs--;
 	free(mr);
 	return 0;
+}
+
+/* mr_close under the domain's lock (FI_THREAD_SAFE) */
+static int mr_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_mr *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = mr_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static struct fi_ops mr_fi_ops = {
@@ -83,7 +97,8 @@ static struct fi_ops mr_fi_ops = {
 	.ops_open = ffi_ops_open_nosys,
 };
 
-static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+static int mr_reg_unlocked(struct fid *fid, const void *buf, size_t len, uint64_t access,
+			uint64_t offset,
 		  uint64_t requested_key, uint64_t flags, struct fid_mr **fmr, void *context)
 {
 	struct ffi_domain *dom = (struct ffi_domain *)fid;
@@ -94,7 +109,7 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	(void)requested_key; /* FI_MR_PROV_KEY: the key is falcon's rkey */
 	if (flags)
 		return -FI_EBADFLAGS;
-	if (!len)
+	if (!len || !buf || !fmr)
 		return -FI_EINVAL;
 	if (access & FI_REMOTE_READ)
 		fa |= FALCON_ACCESS_REMOTE_READ;
@@ -111,6 +126,8 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		return -e;
 	}
 	mr->dom = dom;
+	mr->access = access;
+	LIST_INSERT_HEAD(&dom->mrs, mr, link);
 	mr->mr.fid.fclass = FI_CLASS_MR;
 	mr->mr.fid.context = context;
 	mr->mr.fid.ops = &mr_fi_ops;
@@ -121,11 +138,24 @@ static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 	return 0;
 }
 
+/* mr_reg under the domain's lock (FI_THREAD_SAFE) */
+static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
+		  uint64_t requested_key, uint64_t flags, struct fid_mr **fmr, void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)fid;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = mr_reg_unlocked(fid, buf, len, access, offset, requested_key, flags, fmr, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
 static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
 		   uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
 		   void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL; /* mr_iov_limit 1 */
 	return mr_reg(fid, iov[0].iov_base, iov[0].iov_len, access, offset, requested_key, flags,
 		      mr, context);
@@ -134,7 +164,7 @@ static int mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint6
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
 		      struct fid_mr **mr)
 {
-	if (attr->iov_count != 1)
+	if (!attr || attr->iov_count != 1 || !attr->mr_iov)
 		return -FI_EINVAL;
 	return mr_reg(fid, attr->mr_iov[0].iov_base, attr->mr_iov[0].iov_len, attr->access,
 		      attr->offset, attr->requested_key, flags, mr, attr->context);
@@ -178,66 +208,133 @@ fi_addr_t ffi_av_find(struct ffi_av *av, const struct ffi_addr *a)
 	return FI_ADDR_NOTAVAIL;
 }
 
-static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr,
+/* A free slot of av (grown as needed): its index, or av->cap when none can be had. */
+static size_t av_slot(struct ffi_av *av)
+{
+	size_t ncap, old = av->cap;
+	struct ffi_av_entry *t;
+
+	for (size_t j = 0; j < av->cap; j++)
+		if (!av->tab[j].used)
+			return j;
+	ncap = av->cap ? av->cap * 2 : 16;
+	if (ncap > FFI_AV_MAX || !(t = realloc(av->tab, ncap * sizeof(*t))))
+		return av->cap;
+	memset(t + old, 0, (ncap - old) * sizeof(*t));
+	av->tab = t;
+	av->cap = ncap;
+	return old;
+}
+
+static int resolve_ms(void)
+{
+	int ms = 0;
+
+	if (fi_param_get_int(&ffi_prov, "resolve_ms", &ms) || ms <= 0)
+		ms = FFI_RESOLVE_MS;
+	return ms;
+}
+
+/* Insert a (resolving it first when only its node and service are known): its fi_addr,
+ * or FI_ADDR_NOTAVAIL (a bad address, no answer from its name socket, a full AV). */
+static fi_addr_t av_add(struct ffi_av *av, const struct ffi_addr *in)
+{
+	struct ffi_addr a = *in;
+	uint16_t svc = 0;
+	char host[64];
+	size_t slot;
+
+	if (a.flags & FFI_AF_SVC) {
+		svc = (uint16_t)a.qpn;
+		if (ffi_name_resolve(in, resolve_ms(), &a, &svc)) {
+			FFI_WARN(FI_LOG_AV, "no endpoint answers at port %u\n", svc);
+			return FI_ADDR_NOTAVAIL;
+		}
+	}
+	/* the AH (falcond's session with the peer's daemon) is made on first use, not
+	 * here: an MPI job inserts every rank's address, and a daemon that does not answer
+	 * (under psp: one whose allow-list lacks this daemon's key, its own included)
+	 * would hold up the insert for every such entry */
+	if (ffi_addr_host(&a, host, sizeof(host)))
+		return FI_ADDR_NOTAVAIL;
+	slot = av_slot(av);
+	if (slot == av->cap)
+		return FI_ADDR_NOTAVAIL;
+	av->tab[slot] = (struct ffi_av_entry){ .addr = a, .svc = svc, .ah = NULL, .used = true };
+	av->count++;
+	return slot;
+}
+
+static int av_insert_unlocked(struct fid_av *fav, const void *addr, size_t count,
+			fi_addr_t *fi_addr,
 		     uint64_t flags, void *context)
 {
 	struct ffi_av *av = (struct ffi_av *)fav;
-	const struct ffi_addr *in = addr;
+	size_t stride = ffi_addrlen(av->dom->addr_format);
 	int done = 0;
 
 	(void)context;
 	if (flags)
 		return -FI_EBADFLAGS;
+	if (count && !addr)
+		return -FI_EINVAL; /* fi_av(3): the addresses are the caller's to give */
 	for (size_t i = 0; i < count; i++) {
-		size_t slot = av->cap;
-		char host[64];
+		struct ffi_addr a;
+		fi_addr_t fa = FI_ADDR_NOTAVAIL;
 
-		for (size_t j = 0; j < av->cap; j++)
-			if (!av->tab[j].used) {
-				slot = j;
-				break;
-			}
-		if (slot == av->cap) {
-			size_t ncap = av->cap ? av->cap * 2 : 16;
-			struct ffi_av_entry *t;
-
-			if (ncap > FFI_AV_MAX || !(t = realloc(av->tab, ncap * sizeof(*t)))) {
-				if (fi_addr)
-					fi_addr[i] = FI_ADDR_NOTAVAIL;
-				continue;
-			}
-			memset(t + av->cap, 0, (ncap - av->cap) * sizeof(*t));
-			av->tab = t;
-			av->cap = ncap;
-		}
-		/* the AH (falcond's session with the peer's daemon) is made on first use,
-		 * not here: an MPI job inserts every rank's address, and a daemon that
-		 * does not answer (under psp: one whose allow-list lacks this daemon's
-		 * key, its own included) would hold up the insert for every such entry */
-		if (ffi_addr_host(&in[i], host, sizeof(host))) {
-			if (fi_addr)
-				fi_addr[i] = FI_ADDR_NOTAVAIL;
-			continue;
-		}
-		av->tab[slot] = (struct ffi_av_entry){ .addr = in[i], .ah = NULL, .used = true };
-		av->count++;
+		if (!ffi_addr_from(av->dom->addr_format, (const uint8_t *)addr + i * stride, &a))
+			fa = av_add(av, &a);
 		if (fi_addr)
-			fi_addr[i] = slot;
-		done++;
+			fi_addr[i] = fa;
+		done += fa != FI_ADDR_NOTAVAIL;
 	}
 	return done;
 }
 
-static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+/* av_insert under the domain's lock (FI_THREAD_SAFE) */
+static int av_insert(struct fid_av *fav, const void *addr, size_t count, fi_addr_t *fi_addr,
+		     uint64_t flags, void *context)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_insert_unlocked(fav, addr, count, fi_addr, flags, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
+/* node:service names an endpoint's name socket (name.c): the address it answers. */
+static int av_insertsvc_unlocked(struct fid_av *fav, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	(void)av;
-	(void)node;
-	(void)service;
-	(void)fi_addr;
-	(void)flags;
+	struct ffi_av *av = (struct ffi_av *)fav;
+	struct ffi_addr a;
+	fi_addr_t fa;
+
 	(void)context;
-	return -FI_ENOSYS; /* a falcon address needs the endpoint's QP number */
+	if (flags)
+		return -FI_EBADFLAGS;
+	if (!node || !service || ffi_addr_of_node(node, service, av->dom->self.family, &a) ||
+	    !a.qpn)
+		return -FI_EINVAL;
+	fa = av_add(av, &a);
+	if (fi_addr)
+		*fi_addr = fa;
+	return fa != FI_ADDR_NOTAVAIL;
+}
+
+/* av_insertsvc under the domain's lock (FI_THREAD_SAFE) */
+static int av_insertsvc(struct fid_av *fav, const char *node, const char *service,
+			fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_insertsvc_unlocked(fav, node, service, fi_addr, flags, context);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
@@ -254,11 +351,13 @@ static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, con
 	return -FI_ENOSYS;
 }
 
-static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+static int av_remove_unlocked(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
 {
 	struct ffi_av *av = (struct ffi_av *)fav;
 
 	(void)flags;
+	if (count && !fi_addr)
+		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++) {
 		if (!ffi_av_get(av, fi_addr[i]))
 			return -FI_EINVAL;
@@ -268,28 +367,64 @@ static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint6
 	return 0;
 }
 
-static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
+/* av_remove under the domain's lock (FI_THREAD_SAFE) */
+static int av_remove(struct fid_av *fav, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_remove_unlocked(fav, fi_addr, count, flags);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int av_lookup_unlocked(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
 {
 	const struct ffi_av_entry *e = ffi_av_get((struct ffi_av *)fav, fa);
-	size_t n = *addrlen < sizeof(e->addr) ? *addrlen : sizeof(e->addr);
+	size_t n;
 
-	if (!e)
+	uint8_t out[sizeof(struct sockaddr_in6) + sizeof(struct ffi_addr)];
+	size_t len;
+
+	if (!e || !addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
-	memcpy(addr, &e->addr, n);
-	*addrlen = sizeof(e->addr);
+	len = ffi_addrlen(((struct ffi_av *)fav)->dom->addr_format);
+	ffi_addr_to(((struct ffi_av *)fav)->dom->addr_format, &e->addr, e->svc, out);
+	n = *addrlen < len ? *addrlen : len;
+	if (n)
+		memcpy(addr, out, n);
+	*addrlen = len;
 	return 0;
 }
 
-static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len)
+/* av_lookup under the domain's lock (FI_THREAD_SAFE) */
+static int av_lookup(struct fid_av *fav, fi_addr_t fa, void *addr, size_t *addrlen)
 {
-	const struct ffi_addr *a = addr;
+	struct ffi_domain *d_ = ((struct ffi_av *)fav)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_lookup_unlocked(fav, fa, addr, addrlen);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static const char *av_straddr(struct fid_av *fav, const void *addr, char *buf, size_t *len)
+{
+	struct ffi_av *av = (struct ffi_av *)fav;
+	struct ffi_addr a;
 	char host[64], s[96];
 	int n;
 
-	(void)av;
-	if (ffi_addr_host(a, host, sizeof(host)))
+	if (!addr || !len || (*len && !buf))
+		return NULL;
+	if (ffi_addr_from(av->dom->addr_format, addr, &a) || ffi_addr_host(&a, host, sizeof(host)))
 		snprintf(host, sizeof(host), "?");
-	n = snprintf(s, sizeof(s), "falcon://%s/qp%u", host, a->qpn);
+	if (a.flags & FFI_AF_SVC) /* the name socket's address: host without the CM port */
+		n = snprintf(s, sizeof(s), "falcon://%s/svc%u", host, a.qpn);
+	else
+		n = snprintf(s, sizeof(s), "falcon://%s/qp%u", host, a.qpn);
 	if (*len)
 		snprintf(buf, *len, "%s", s);
 	*len = (size_t)n + 1;
@@ -306,7 +441,7 @@ static int av_set_nosys(struct fid_av *av, struct fi_av_set_attr *attr, struct f
 	return -FI_ENOSYS;
 }
 
-static int av_close(struct fid *fid)
+static int av_close_unlocked(struct fid *fid)
 {
 	struct ffi_av *av = (struct ffi_av *)fid;
 
@@ -316,6 +451,18 @@ static int av_close(struct fid *fid)
 	free(av->tab);
 	free(av);
 	return 0;
+}
+
+/* av_close under the domain's lock (FI_THREAD_SAFE) */
+static int av_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_av *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = av_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static struct fi_ops av_fi_ops = {
@@ -337,11 +484,13 @@ static struct fi_ops_av av_ops = {
 	.av_set = av_set_nosys,
 };
 
-static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
+static int av_open_unlocked(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
 		   void *context)
 {
 	struct ffi_av *av;
 
+	if (!attr || !fav)
+		return -FI_EINVAL;
 	if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_TABLE && attr->type != FI_AV_MAP)
 		return -FI_EINVAL;
 	if (attr->flags || attr->name || attr->rx_ctx_bits)
@@ -360,30 +509,38 @@ static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fi
 	return 0;
 }
 
-/* ---- atomics: what falcon has natively, on 64-bit integers, one element ---- */
+/* av_open under the domain's lock (FI_THREAD_SAFE) */
+static int av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **fav,
+		   void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)domain;
+	int r_;
 
-/* FI_SUM (FetchAdd), FI_ATOMIC_READ (FetchAdd of 0), FI_CSWAP (CmpSwap), FI_MSWAP and
- * FI_ATOMIC_WRITE (masked CmpSwap, RFC 7306, with a compare mask of 0). Everything else:
- * -FI_EOPNOTSUPP. */
+	ffi_lock(d_);
+	r_ = av_open_unlocked(domain, attr, fav, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
+/* ---- atomics: every op x datatype of ofi_rxm, native where falcon has the instruction
+ * (atomic.c) ---- */
+
+/* fi_query_atomic(3): -FI_EOPNOTSUPP for what ffi_atomic_valid refuses; the count is
+ * what one emulated atomic carries (FFI_ATOMIC_MAX bytes of operands). */
 int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
 		     struct fi_atomic_attr *attr, uint64_t flags)
 {
-	bool ok;
+	int kind = flags & FI_COMPARE_ATOMIC ? FFI_AT_COMPARE :
+		   flags & FI_FETCH_ATOMIC ? FFI_AT_FETCH : FFI_AT_WRITE;
 
 	(void)domain;
-	if (datatype != FI_INT64 && datatype != FI_UINT64)
-		return -FI_EOPNOTSUPP;
-	if (flags & FI_COMPARE_ATOMIC)
-		ok = op == FI_CSWAP || op == FI_MSWAP;
-	else if (flags & FI_FETCH_ATOMIC)
-		ok = op == FI_SUM || op == FI_ATOMIC_READ || op == FI_ATOMIC_WRITE;
-	else
-		ok = op == FI_SUM || op == FI_ATOMIC_WRITE;
-	if (!ok)
+	if ((flags & FI_COMPARE_ATOMIC) && (flags & FI_FETCH_ATOMIC))
+		return -FI_EINVAL;
+	if (!ffi_atomic_valid(datatype, op, kind))
 		return -FI_EOPNOTSUPP;
 	if (attr) {
-		attr->size = sizeof(uint64_t);
-		attr->count = 1;
+		attr->size = ffi_atomic_dtsize(datatype);
+		attr->count = FFI_ATOMIC_MAX / attr->size;
 	}
 	return 0;
 }
@@ -403,6 +560,7 @@ static int domain_close(struct fid *fid)
 		free(h);
 	}
 	falcon_close(dom->ctx); /* frees the PD too */
+	pthread_mutex_destroy(&dom->lock);
 	free(dom);
 	return 0;
 }
@@ -413,16 +571,6 @@ static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	(void)domain;
 	(void)info;
 	(void)sep;
-	(void)context;
-	return -FI_ENOSYS;
-}
-
-static int domain_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-			    struct fid_cntr **cntr, void *context)
-{
-	(void)domain;
-	(void)attr;
-	(void)cntr;
 	(void)context;
 	return -FI_ENOSYS;
 }
@@ -488,7 +636,7 @@ static struct fi_ops_domain domain_ops = {
 	.cq_open = ffi_cq_open,
 	.endpoint = ffi_endpoint,
 	.scalable_ep = domain_scalable_ep,
-	.cntr_open = domain_cntr_open,
+	.cntr_open = ffi_cntr_open,
 	.poll_open = domain_poll_open,
 	.stx_ctx = domain_stx_ctx,
 	.srx_ctx = domain_srx_ctx,
@@ -503,6 +651,8 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	struct ffi_domain *dom;
 	int r;
 
+	if (!fdom)
+		return -FI_EINVAL;
 	if (info && info->domain_attr && info->domain_attr->name &&
 	    strcmp(info->domain_attr->name, FFI_PROV_NAME))
 		return -FI_EINVAL;
@@ -526,9 +676,20 @@ int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		return r;
 	}
 	LIST_INIT(&dom->ahs);
+	LIST_INIT(&dom->mrs);
+	{
+		pthread_mutexattr_t ma;
+
+		pthread_mutexattr_init(&ma);
+		pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+		pthread_mutex_init(&dom->lock, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	dom->fab = (struct ffi_fabric *)fabric;
 	dom->api_version = info && info->fabric_attr ? info->fabric_attr->api_version : 0;
 	dom->mr_mode = info && info->domain_attr ? (uint64_t)info->domain_attr->mr_mode : 0;
+	dom->addr_format = info && ffi_addrlen(info->addr_format) ? info->addr_format :
+			   FFI_ADDR_FALCON;
 	dom->domain.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain.fid.context = context;
 	dom->domain.fid.ops = &domain_fi_ops;

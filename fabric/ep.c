@@ -43,7 +43,7 @@ struct ffi_op *ffi_op_get(struct ffi_ep *ep)
 	op->result_len = 0;
 	op->peer = NULL;
 	op->comp = false;
-	op->rndv_mr = NULL;
+	op->rsend = -1;
 	op->rrx = NULL;
 	op->rjob = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
@@ -62,7 +62,7 @@ struct ffi_op *ffi_op_get_any(struct ffi_ep *ep)
 	op->peer = NULL;
 	op->comp = false;
 	op->result = NULL;
-	op->rndv_mr = NULL;
+	op->rsend = -1;
 	op->rrx = NULL;
 	op->rjob = NULL;
 	memset(&op->wr, 0, sizeof(op->wr));
@@ -76,13 +76,57 @@ void ffi_op_put(struct ffi_ep *ep, struct ffi_op *op)
 	ep->ops_free++;
 }
 
+/* ---- rendezvous sends waiting for their FIN ---- */
+
+struct ffi_rsend *ffi_rsend_get(struct ffi_ep *ep)
+{
+	struct ffi_rsend *rs;
+
+	if (!ep->nrsend_free)
+		return NULL;
+	rs = &ep->rsends[ep->rsend_free[--ep->nrsend_free]];
+	rs->in_use = true;
+	return rs;
+}
+
+void ffi_rsend_put(struct ffi_ep *ep, struct ffi_rsend *rs)
+{
+	if (rs->mr)
+		falcon_dereg_mr(rs->mr);
+	rs->mr = NULL;
+	rs->in_use = false;
+	rs->atomic = false;
+	rs->result = NULL;
+	ep->rsend_free[ep->nrsend_free++] = (uint32_t)(rs - ep->rsends);
+}
+
+/* The rendezvous send of op's announcement, while it still waits (NULL: it ended). */
+static struct ffi_rsend *op_rsend(struct ffi_ep *ep, const struct ffi_op *op)
+{
+	struct ffi_rsend *rs;
+
+	if (op->rsend < 0)
+		return NULL;
+	rs = &ep->rsends[op->rsend];
+	return rs->in_use && rs->seq == op->seq ? rs : NULL;
+}
+
 static void op_fail(struct ffi_ep *ep, struct ffi_op *op, int err, int prov_errno)
 {
+	struct ffi_rsend *rs = op_rsend(ep, op);
 	struct ffi_cqe e = { .e = { .op_context = op->context, .flags = op->cq_flags },
 			     .src = FI_ADDR_NOTAVAIL, .err = err, .prov_errno = prov_errno };
 
-	if (op->kind != FFI_K_CTRL)
+	if (op->rsend >= 0 && !rs) {
+		ffi_op_put(ep, op); /* its send completed at the FIN already */
+		return;
+	}
+	if (rs)
+		ffi_rsend_put(ep, rs);
+	if (op->kind != FFI_K_CTRL) {
 		ffi_cq_push(ep->tx_cq, &e);
+		ffi_count(ep, op->cq_flags, true);
+	}
 	ffi_op_put(ep, op);
 }
 
@@ -135,11 +179,24 @@ static struct ffi_peer *peer_by_qpn(struct ffi_ep *ep, uint32_t qpn)
 	return NULL;
 }
 
+/* The peer's fi_addr: cached while its AV entry stays, looked up again when the entry
+ * went (fi_av_remove) or was not there yet (a peer that spoke first: inserted later). */
 static fi_addr_t peer_fa(struct ffi_ep *ep, struct ffi_peer *p)
 {
-	if (p->fa == FI_ADDR_NOTAVAIL)
+	const struct ffi_av_entry *e = p->fa == FI_ADDR_NOTAVAIL ? NULL : ffi_av_get(ep->av, p->fa);
+
+	if (!e || ffi_addr_cmp(&e->addr, &p->addr))
 		p->fa = ffi_av_find(ep->av, &p->addr);
 	return p->fa;
+}
+
+/* The source of a queued message: a sender that was not in the AV when the message came
+ * may be now (a directed receive from it must match; issue 25's osu_allreduce hang). */
+static fi_addr_t unexp_src(struct ffi_ep *ep, struct ffi_unexp *u)
+{
+	if (u->peer)
+		u->src = peer_fa(ep, u->peer);
+	return u->src;
 }
 
 static void peer_free(struct ffi_ep *ep, struct ffi_peer *p, int err)
@@ -442,7 +499,7 @@ static void rx_complete(struct ffi_ep *ep, void *context, const struct iovec *io
 
 	e.e.op_context = context;
 	e.e.flags = FI_RECV | (h->op == FFI_OP_TAGGED ? FI_TAGGED : FI_MSG) |
-		    (h->flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0);
+		    (h->flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0) | (rflags & FI_MULTI_RECV);
 	e.e.len = n;
 	e.e.buf = count ? iov[0].iov_base : NULL;
 	e.e.data = h->flags & FFI_HF_DATA ? h->data : 0;
@@ -450,9 +507,10 @@ static void rx_complete(struct ffi_ep *ep, void *context, const struct iovec *io
 	if (len > cap) {
 		e.err = FI_ETRUNC;
 		e.olen = len - cap;
-	} else if ((ep->rx_flags & FI_SELECTIVE_COMPLETION) && !(rflags & FI_COMPLETION)) {
-		return;
 	}
+	ffi_count(ep, FI_RECV, e.err != 0);
+	if (!e.err && (ep->rx_flags & FI_SELECTIVE_COMPLETION) && !(rflags & FI_COMPLETION))
+		return;
 	ffi_cq_push(ep->rx_cq, &e);
 }
 
@@ -547,7 +605,8 @@ static void rndv_pump(struct ffi_ep *ep)
 			}
 			e.e.op_context = r->context;
 			e.e.flags = FI_RECV | (r->h.op == FFI_OP_TAGGED ? FI_TAGGED : FI_MSG) |
-				    (r->h.flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0);
+				    (r->h.flags & FFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0) |
+				    (r->rflags & FI_MULTI_RECV);
 			e.e.len = r->total;
 			e.e.buf = r->dst;
 			e.e.data = r->h.flags & FFI_HF_DATA ? r->h.data : 0;
@@ -562,6 +621,7 @@ static void rndv_pump(struct ffi_ep *ep)
 			if (e.err || !(ep->rx_flags & FI_SELECTIVE_COMPLETION) ||
 			    (r->rflags & FI_COMPLETION))
 				ffi_cq_push(ep->rx_cq, &e);
+			ffi_count(ep, FI_RECV, e.err != 0);
 			r->done = true;
 		}
 		if (r->peer) {
@@ -591,26 +651,25 @@ static void rndv_pump(struct ffi_ep *ep)
 /* FIN from the receiver: the rendezvous send (op token, sequence seq) completes. */
 static void rndv_fin(struct ffi_ep *ep, uint32_t token, uint64_t seq)
 {
-	struct ffi_op *op;
+	struct ffi_rsend *rs;
 
-	if (token >= FFI_TX_SLOTS) {
+	if (token >= FFI_RSEND_MAX) {
 		ep->rx_drops++;
 		return;
 	}
-	op = &ep->ops[token];
-	if (!op->in_use || !op->rndv_mr || op->seq != seq) {
+	rs = &ep->rsends[token];
+	if (!rs->in_use || rs->atomic || rs->seq != seq) {
 		ep->rx_drops++;
 		return;
 	}
-	falcon_dereg_mr(op->rndv_mr);
-	op->rndv_mr = NULL;
-	if (op->comp) {
-		struct ffi_cqe e = { .e = { .op_context = op->context, .flags = op->cq_flags },
+	if (rs->comp) {
+		struct ffi_cqe e = { .e = { .op_context = rs->context, .flags = rs->cq_flags },
 				     .src = FI_ADDR_NOTAVAIL };
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
-	ffi_op_put(ep, op);
+	ffi_count(ep, rs->cq_flags, false);
+	ffi_rsend_put(ep, rs);
 }
 
 /* A queued rendezvous message the application discards: FIN only (the sender's op
@@ -627,6 +686,23 @@ static void rndv_discard(struct ffi_ep *ep, const struct ffi_unexp *u)
 	TAILQ_INSERT_TAIL(&ep->rrx, r, link);
 }
 
+/* FI_MULTI_RECV (fi_msg(3)): the part of rx's buffer a message of len bytes lands in
+ * (into piece), and the flags of its completion: FI_MULTI_RECV when what is left after it
+ * is below the endpoint's FI_OPT_MIN_MULTI_RECV, and then the buffer is released (true). */
+static bool multi_take(struct ffi_ep *ep, struct ffi_rx *rx, size_t len, struct iovec *piece,
+		       uint64_t *rflags)
+{
+	size_t left = rx->len - rx->used, take = len < left ? len : left;
+	bool release;
+
+	piece->iov_base = (uint8_t *)rx->iov[0].iov_base + rx->used;
+	piece->iov_len = left;
+	rx->used += take;
+	release = rx->len - rx->used < ep->min_multi_recv || take < len;
+	*rflags = (rx->flags & ~(uint64_t)FI_MULTI_RECV) | (release ? FI_MULTI_RECV : 0);
+	return release;
+}
+
 /* A message arrived (in slot idx of kind): match it or queue it. rv: it is a rendezvous
  * announcement (data and len are not the message). */
 static void deliver(struct ffi_ep *ep, const struct ffi_hdr *h, uint8_t *data, size_t len,
@@ -640,6 +716,24 @@ static void deliver(struct ffi_ep *ep, const struct ffi_hdr *h, uint8_t *data, s
 	TAILQ_FOREACH(rx, list, link)
 		if (rx_matches(ep, rx, h, src))
 			break;
+	if (rx && (rx->flags & FI_MULTI_RECV)) {
+		struct iovec piece;
+		uint64_t rf;
+		bool release = multi_take(ep, rx, rv ? rv->len : len, &piece, &rf);
+
+		if (release) {
+			TAILQ_REMOVE(list, rx, link);
+			ep->rx_posted--;
+		}
+		if (rv)
+			rndv_start(ep, rx->context, &piece, 1, piece.iov_len, rf, h, rv, src, peer);
+		else
+			rx_complete(ep, rx->context, &piece, 1, piece.iov_len, rf, h, data, len, src);
+		if (release)
+			free(rx);
+		repost(ep, kind, idx);
+		return;
+	}
 	if (rx) {
 		TAILQ_REMOVE(list, rx, link);
 		ep->rx_posted--;
@@ -729,15 +823,13 @@ static void on_tx(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *
 		return;
 	}
 	if (wc->status != FALCON_WC_SUCCESS) {
-		if (op->rndv_mr) {
-			falcon_dereg_mr(op->rndv_mr);
-			op->rndv_mr = NULL;
-		}
 		op_fail(ep, op, ffi_err_of_status(wc->status), (int)wc->status);
 		return;
 	}
-	if (op->rndv_mr)
-		return; /* the announcement went out: the op completes at the receiver's FIN */
+	if (op->rsend >= 0) {
+		ffi_op_put(ep, op); /* the announcement went out: the send completes at the FIN */
+		return;
+	}
 	if (op->kind == FFI_K_RMA) {
 		ffi_rma_complete(ep, op);
 		return;
@@ -748,6 +840,7 @@ static void on_tx(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
+	ffi_count(ep, op->cq_flags, false);
 	ffi_op_put(ep, op);
 }
 
@@ -769,6 +862,16 @@ static void on_rx(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc *wc)
 	memcpy(&h, slot, sizeof(h));
 	if (h.op == FFI_OP_FIN && !(wc->wc_flags & FALCON_WC_WITH_IMM)) {
 		rndv_fin(ep, h.data, h.tag);
+		repost(ep, FFI_K_RX, idx);
+		return;
+	}
+	if ((h.op == FFI_OP_ATOMIC || h.op == FFI_OP_ATOMIC_RESP) &&
+	    !(wc->wc_flags & FALCON_WC_WITH_IMM)) {
+		if (h.op == FFI_OP_ATOMIC)
+			ffi_atomic_serve(ep, peer_by_qpn(ep, wc->qp_num), &h, slot + sizeof(h),
+					 wc->byte_len - sizeof(h));
+		else
+			ffi_atomic_answer(ep, &h, slot + sizeof(h), wc->byte_len - sizeof(h));
 		repost(ep, FFI_K_RX, idx);
 		return;
 	}
@@ -806,6 +909,7 @@ static void on_rdma_imm(struct ffi_ep *ep, uint32_t idx, const struct falcon_wc 
 	e.e.len = wc->byte_len;
 	e.e.data = wc->imm_data;
 	ffi_cq_push(ep->rx_cq, &e);
+	ffi_count(ep, FI_REMOTE_WRITE, false);
 	repost(ep, FFI_K_RX, idx);
 }
 
@@ -927,12 +1031,64 @@ void ffi_ep_progress(struct ffi_ep *ep)
 			rndv_pump(ep);
 		if (!TAILQ_EMPTY(&ep->rjobs))
 			ffi_rjob_pump(ep);
+		if (!TAILQ_EMPTY(&ep->aowed))
+			ffi_atomic_pump(ep);
 	}
 }
 
 /* ---- posting receives ---- */
 
-static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t src,
+/* count buffers at iov, each with memory where it has a length (fi_msg(3)) */
+bool ffi_iov_ok(const struct iovec *iov, size_t count)
+{
+	if (count && !iov)
+		return false;
+	for (size_t i = 0; i < count; i++)
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return false;
+	return true;
+}
+
+/* A FI_MULTI_RECV buffer: the queued messages it matches go in, then it waits for more
+ * unless it is released already. 0 or -FI_EAGAIN (too many receives posted). */
+static ssize_t post_multi(struct ffi_ep *ep, struct ffi_rx *rx)
+{
+	struct ffi_unexp *u, *next;
+
+	for (u = TAILQ_FIRST(&ep->unexp); u; u = next) {
+		struct iovec piece;
+		uint64_t rf;
+		bool release;
+
+		next = TAILQ_NEXT(u, link);
+		if (u->claim || u->h.op != FFI_OP_MSG || !rx_matches(ep, rx, &u->h, unexp_src(ep, u)))
+			continue;
+		if (!ffi_cq_room(ep->rx_cq))
+			break; /* the rest when the next message comes */
+		release = multi_take(ep, rx, u->rndv ? u->rv.len : u->len, &piece, &rf);
+		if (u->rndv)
+			rndv_start(ep, rx->context, &piece, 1, piece.iov_len, rf, &u->h, &u->rv,
+				   u->src, u->peer);
+		else
+			rx_complete(ep, rx->context, &piece, 1, piece.iov_len, rf, &u->h, u->data,
+				    u->len, u->src);
+		unexp_free(ep, u);
+		if (release) {
+			free(rx);
+			return 0;
+		}
+	}
+	if (ep->rx_posted >= FFI_RX_POSTED_MAX) {
+		free(rx);
+		return -FI_EAGAIN;
+	}
+	TAILQ_INSERT_TAIL(&ep->rx_msg, rx, link);
+	ep->rx_posted++;
+	return 0;
+}
+
+static ssize_t post_recv_unlocked(struct ffi_ep *ep, const struct iovec *iov, size_t count,
+			fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, uint64_t flags, void *context, bool tagged)
 {
 	struct ffi_unexp *u;
@@ -941,10 +1097,14 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (count > 4)
+	if (count > 4 || !ffi_iov_ok(iov, count))
 		return -FI_EINVAL;
 	if (tagged && !(ep->caps & FI_TAGGED))
 		return -FI_EOPNOTSUPP;
+	if (tagged)
+		flags &= ~(uint64_t)FI_MULTI_RECV; /* untagged only (fi_msg(3)) */
+	if ((flags & FI_MULTI_RECV) && (count != 1 || !(ep->caps & FI_MULTI_RECV)))
+		return count != 1 ? -FI_EINVAL : -FI_EOPNOTSUPP;
 	ffi_ep_progress(ep);
 	rx = calloc(1, sizeof(*rx));
 	if (!rx)
@@ -993,8 +1153,11 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		free(rx);
 		return 0;
 	}
+	if (flags & FI_MULTI_RECV)
+		return post_multi(ep, rx);
 	TAILQ_FOREACH(u, &ep->unexp, link)
-		if (!u->claim && (u->h.op == FFI_OP_TAGGED) == tagged && rx_matches(ep, rx, &u->h, u->src))
+		if (!u->claim && (u->h.op == FFI_OP_TAGGED) == tagged &&
+		    rx_matches(ep, rx, &u->h, unexp_src(ep, u)))
 			break;
 	if (flags & FI_PEEK) {
 		struct ffi_cqe e = { .e = { .op_context = context, .flags = FI_RECV | FI_TAGGED } };
@@ -1046,22 +1209,40 @@ static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 	return 0;
 }
 
+/* post_recv under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t post_recv(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t src,
+			 uint64_t tag, uint64_t ignore, uint64_t flags, void *context, bool tagged)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = post_recv_unlocked(ep, iov, count, src, tag, ignore, flags, context, tagged);
+	ffi_unlock(d_);
+	return r_;
+}
+
 /* ---- posting sends ---- */
 
 /* A message above FFI_MAX_MSG: announce it; the receiver READs it (see rndv_start). */
 static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t dest, uint64_t tag,
 			 uint64_t data, uint64_t flags, void *context, bool tagged)
 {
-	struct ffi_op *op = ffi_op_get(ep);
+	struct ffi_rsend *rs = ffi_rsend_get(ep);
+	struct ffi_op *op = rs ? ffi_op_get(ep) : NULL;
 	struct ffi_hdr *h;
 	struct ffi_rndv *rv;
 	ssize_t r;
 
-	if (!op)
+	if (!op) {
+		if (rs)
+			ffi_rsend_put(ep, rs);
 		return -FI_EAGAIN;
-	op->rndv_mr = falcon_reg_mr(ep->dom->pd, buf, len, FALCON_ACCESS_REMOTE_READ);
-	if (!op->rndv_mr) {
+	}
+	rs->mr = falcon_reg_mr(ep->dom->pd, buf, len, FALCON_ACCESS_REMOTE_READ);
+	if (!rs->mr) {
 		r = -errno;
+		ffi_rsend_put(ep, rs);
 		ffi_op_put(ep, op);
 		return r;
 	}
@@ -1077,27 +1258,28 @@ static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t des
 	rv = (struct ffi_rndv *)(h + 1);
 	rv->addr = (uint64_t)(uintptr_t)buf;
 	rv->len = len;
-	rv->rkey = op->rndv_mr->rkey;
-	rv->token = op->idx;
-	rv->seq = op->seq = ++ep->seq;
+	rv->rkey = rs->mr->rkey;
+	rv->token = (uint32_t)(rs - ep->rsends);
+	rv->seq = rs->seq = op->seq = ++ep->seq;
+	rs->context = op->context = context;
+	rs->cq_flags = op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	rs->comp = ffi_tx_comp(ep, flags);
+	op->rsend = (int32_t)rv->token;
 	op->kind = FFI_K_SEND;
-	op->context = context;
-	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	op->comp = !(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
 	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)h, sizeof(*h) + sizeof(*rv),
 				       ep->pool_mr->lkey };
 	op->wr.num_sge = 1;
 	op->wr.opcode = FALCON_WR_SEND;
 	r = ffi_op_submit(ep, op, dest);
 	if (r) {
-		falcon_dereg_mr(op->rndv_mr);
-		op->rndv_mr = NULL;
+		ffi_rsend_put(ep, rs);
 		ffi_op_put(ep, op);
 	}
 	return r;
 }
 
-static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
+static ssize_t post_send_unlocked(struct ffi_ep *ep, const struct iovec *iov, size_t count,
+			fi_addr_t dest,
 			 uint64_t tag, uint64_t data, uint64_t flags, void *context, bool tagged)
 {
 	size_t len = 0, hlen = ep->type == FI_EP_DGRAM ? sizeof(struct ffi_ud_hdr) :
@@ -1114,10 +1296,12 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 		return -FI_EOPNOTSUPP;
 	if ((flags & FI_REMOTE_CQ_DATA) && ep->type != FI_EP_RDM)
 		return -FI_EOPNOTSUPP;
-	if (count > 4)
+	if (count > 4 || !ffi_iov_ok(iov, count))
 		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++)
 		len += iov[i].iov_len;
+	if ((flags & FI_INJECT) && len > (ep->type == FI_EP_RDM ? FFI_INJECT_RDM : FFI_INJECT_DGRAM))
+		return -FI_EMSGSIZE; /* above tx_attr->inject_size */
 	if (len > max && ep->type == FI_EP_RDM && count == 1 && !(flags & FI_INJECT) &&
 	    len <= ffi_msg_max(&ep->dom->dev))
 		return post_rndv(ep, iov[0].iov_base, len, dest, tag, data, flags, context, tagged);
@@ -1147,8 +1331,7 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 	op->kind = FFI_K_SEND;
 	op->context = context;
 	op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	op->comp = !(flags & FI_INJECT) &&
-		   (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+	op->comp = ffi_tx_comp(ep, flags);
 	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)slot, (uint32_t)(hlen + len),
 				       ep->pool_mr->lkey };
 	op->wr.num_sge = 1;
@@ -1157,6 +1340,19 @@ static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t coun
 	if (r)
 		ffi_op_put(ep, op);
 	return r;
+}
+
+/* post_send under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t post_send(struct ffi_ep *ep, const struct iovec *iov, size_t count, fi_addr_t dest,
+			 uint64_t tag, uint64_t data, uint64_t flags, void *context, bool tagged)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = post_send_unlocked(ep, iov, count, dest, tag, data, flags, context, tagged);
+	ffi_unlock(d_);
+	return r_;
 }
 
 /* ---- fi_ops_msg ---- */
@@ -1181,6 +1377,8 @@ static ssize_t msg_recvv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t msg_recvmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
+	if (!msg)
+		return -FI_EINVAL;
 	return post_recv(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, 0, flags,
 			 msg->context, false);
 }
@@ -1203,7 +1401,10 @@ static ssize_t msg_sendv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t msg_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
-	return post_send(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data, flags,
+	if (!msg)
+		return -FI_EINVAL;
+	return post_send(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, msg->data,
+			 flags & ~FFI_NO_COMPLETION,
 			 msg->context, false);
 }
 
@@ -1211,7 +1412,8 @@ static ssize_t msg_inject(struct fid_ep *fep, const void *buf, size_t len, fi_ad
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, 0, 0, FI_INJECT, NULL, false);
+	return post_send(EP(fep), &iov, 1, dest, 0, 0, FI_INJECT | FFI_NO_COMPLETION, NULL,
+			 false);
 }
 
 static ssize_t msg_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -1229,7 +1431,8 @@ static ssize_t msg_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL, false);
+	return post_send(EP(fep), &iov, 1, dest, 0, data,
+			 FI_INJECT | FFI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL, false);
 }
 
 static struct fi_ops_msg msg_ops = {
@@ -1265,6 +1468,8 @@ static ssize_t tag_recvv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t tag_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
+	if (!msg)
+		return -FI_EINVAL;
 	return post_recv(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->ignore,
 			 flags, msg->context, true);
 }
@@ -1287,8 +1492,10 @@ static ssize_t tag_sendv(struct fid_ep *fep, const struct iovec *iov, void **des
 
 static ssize_t tag_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
+	if (!msg)
+		return -FI_EINVAL;
 	return post_send(EP(fep), msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data,
-			 flags, msg->context, true);
+			 flags & ~FFI_NO_COMPLETION, msg->context, true);
 }
 
 static ssize_t tag_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
@@ -1296,7 +1503,8 @@ static ssize_t tag_inject(struct fid_ep *fep, const void *buf, size_t len, fi_ad
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, tag, 0, FI_INJECT, NULL, true);
+	return post_send(EP(fep), &iov, 1, dest, tag, 0, FI_INJECT | FFI_NO_COMPLETION, NULL,
+			 true);
 }
 
 static ssize_t tag_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -1314,7 +1522,8 @@ static ssize_t tag_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 {
 	struct iovec iov = { (void *)buf, len };
 
-	return post_send(EP(fep), &iov, 1, dest, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, NULL, true);
+	return post_send(EP(fep), &iov, 1, dest, tag, data,
+			 FI_INJECT | FFI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL, true);
 }
 
 static struct fi_ops_tagged tagged_ops = {
@@ -1332,7 +1541,7 @@ static struct fi_ops_tagged tagged_ops = {
 
 /* ---- fi_ops_ep ---- */
 
-static ssize_t ep_cancel(fid_t fid, void *context)
+static ssize_t ep_cancel_unlocked(fid_t fid, void *context)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 	struct ffi_rx_list *lists[2] = { &ep->rx_msg, &ep->rx_tag };
@@ -1360,24 +1569,66 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	return -FI_ENOENT;
 }
 
-static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+/* ep_cancel under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t ep_cancel(fid_t fid, void *context)
 {
-	(void)fid;
-	(void)level;
-	(void)optname;
-	(void)optval;
-	(void)optlen;
-	return -FI_ENOPROTOOPT;
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = ep_cancel_unlocked(fid, context);
+	ffi_unlock(d_);
+	return r_;
 }
 
+/* FI_OPT_MIN_MULTI_RECV (fi_endpoint(3)), the only option. */
+static int ep_getopt_unlocked(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct ffi_ep *ep = (struct ffi_ep *)fid;
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_EINVAL;
+	memcpy(optval, &ep->min_multi_recv, sizeof(size_t));
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+/* ep_getopt under the domain's lock (FI_THREAD_SAFE) */
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_getopt_unlocked(fid, level, optname, optval, optlen);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int ep_setopt_unlocked(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	struct ffi_ep *ep = (struct ffi_ep *)fid;
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	memcpy(&ep->min_multi_recv, optval, sizeof(size_t));
+	return 0;
+}
+
+/* ep_setopt under the domain's lock (FI_THREAD_SAFE) */
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
-	(void)fid;
-	(void)level;
-	(void)optname;
-	(void)optval;
-	(void)optlen;
-	return -FI_ENOPROTOOPT;
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_setopt_unlocked(fid, level, optname, optval, optlen);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **tx,
@@ -1427,16 +1678,31 @@ static struct fi_ops_ep ep_ops = {
 
 /* ---- fi_ops_cm: only the endpoint's name ---- */
 
-static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
+static int cm_getname_unlocked(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
-	size_t n = *addrlen;
+	size_t n;
 
-	*addrlen = sizeof(ep->self);
-	if (n < sizeof(ep->self))
+	if (!addrlen || (*addrlen && !addr))
+		return -FI_EINVAL;
+	n = *addrlen;
+	*addrlen = ffi_addrlen(ep->dom->addr_format);
+	if (n < *addrlen)
 		return -FI_ETOOSMALL;
-	memcpy(addr, &ep->self, sizeof(ep->self));
+	ffi_addr_to(ep->dom->addr_format, &ep->self, ep->svc, addr);
 	return 0;
+}
+
+/* cm_getname under the domain's lock (FI_THREAD_SAFE) */
+static int cm_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = cm_getname_unlocked(fid, addr, addrlen);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static int cm_setname(fid_t fid, void *addr, size_t addrlen)
@@ -1561,9 +1827,9 @@ static void ep_free(struct ffi_ep *ep)
 				falcon_dereg_mr(r->mr);
 			free(r);
 		}
-		for (uint32_t i = 0; i < FFI_TX_SLOTS; i++)
-			if (ep->ops[i].in_use && ep->ops[i].rndv_mr)
-				falcon_dereg_mr(ep->ops[i].rndv_mr);
+		for (uint32_t i = 0; i < FFI_RSEND_MAX; i++)
+			if (ep->rsends[i].in_use && ep->rsends[i].mr)
+				falcon_dereg_mr(ep->rsends[i].mr);
 	}
 	{
 		struct ffi_rjob *j;
@@ -1575,6 +1841,15 @@ static void ep_free(struct ffi_ep *ep)
 			free(j);
 		}
 	}
+	{
+		struct ffi_aowed *w;
+
+		while ((w = TAILQ_FIRST(&ep->aowed))) {
+			TAILQ_REMOVE(&ep->aowed, w, link);
+			free(w);
+		}
+	}
+	ffi_name_close(ep);
 	if (ep->ud)
 		falcon_destroy_qp(ep->ud);
 	if (ep->srq)
@@ -1588,7 +1863,7 @@ static void ep_free(struct ffi_ep *ep)
 	free(ep);
 }
 
-static int ep_close(struct fid *fid)
+static int ep_close_unlocked(struct fid *fid)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 
@@ -1596,6 +1871,14 @@ static int ep_close(struct fid *fid)
 		FFI_WARN(FI_LOG_EP_DATA, "dropped: %" PRIu64 " messages not the provider's, %" PRIu64
 			 " connection requests, %" PRIu64 " datagrams without room\n", ep->rx_drops,
 			 ep->req_drops, ep->dgram_drops);
+	{
+		struct ffi_cntr *cs[] = { ep->cntr_send, ep->cntr_recv, ep->cntr_read,
+					  ep->cntr_write, ep->cntr_rwrite };
+
+		for (size_t i = 0; i < 5; i++)
+			if (cs[i])
+				ffi_cntr_unbind_ep(cs[i], ep); /* once per counter: no-op after */
+	}
 	if (ep->tx_cq)
 		ffi_cq_unbind_ep(ep->tx_cq, ep);
 	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
@@ -1607,11 +1890,25 @@ static int ep_close(struct fid *fid)
 	return 0;
 }
 
-static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+/* ep_close under the domain's lock (FI_THREAD_SAFE) */
+static int ep_close(struct fid *fid)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_close_unlocked(fid);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int ep_bind_unlocked(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 	int r;
 
+	if (!bfid)
+		return -FI_EINVAL;
 	switch (bfid->fclass) {
 	case FI_CLASS_CQ: {
 		struct ffi_cq *cq = (struct ffi_cq *)bfid;
@@ -1642,19 +1939,54 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_EQ:
 		ep->eq = (struct ffi_eq *)bfid;
 		return 0;
+	case FI_CLASS_CNTR: {
+		struct ffi_cntr *c = (struct ffi_cntr *)bfid;
+		struct ffi_cntr **slots[] = { &ep->cntr_send, &ep->cntr_recv, &ep->cntr_read,
+					      &ep->cntr_write, &ep->cntr_rwrite };
+		static const uint64_t bits[] = { FI_SEND, FI_RECV, FI_READ, FI_WRITE,
+						 FI_REMOTE_WRITE };
+
+		if (!flags || (flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_WRITE |
+					 FI_REMOTE_READ)))
+			return -FI_EBADFLAGS; /* FI_REMOTE_READ is taken and never counts */
+		for (size_t i = 0; i < 5; i++)
+			if ((flags & bits[i]) && *slots[i])
+				return -FI_EINVAL;
+		r = ffi_cntr_bind_ep(c, ep);
+		if (r)
+			return r;
+		for (size_t i = 0; i < 5; i++)
+			if (flags & bits[i])
+				*slots[i] = c;
+		return 0;
+	}
 	default:
-		return -FI_ENOSYS; /* no counters */
+		return -FI_ENOSYS;
 	}
 }
 
-static int ep_control(struct fid *fid, int command, void *arg)
+/* ep_bind under the domain's lock (FI_THREAD_SAFE) */
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_bind_unlocked(fid, bfid, flags);
+	ffi_unlock(d_);
+	return r_;
+}
+
+static int ep_control_unlocked(struct fid *fid, int command, void *arg)
 {
 	struct ffi_ep *ep = (struct ffi_ep *)fid;
 
 	switch (command) {
 	case FI_ENABLE:
-		if (!ep->tx_cq || !ep->rx_cq || !ep->av)
-			return -FI_ENOCQ; /* both CQs and an AV are needed */
+		/* an AV, and for each direction a CQ or a counter */
+		if ((!ep->tx_cq && !ep->cntr_send && !ep->cntr_write && !ep->cntr_read) ||
+		    (!ep->rx_cq && !ep->cntr_recv) || !ep->av)
+			return -FI_ENOCQ;
 		ep->enabled = true;
 		return 0;
 	case FI_GETOPSFLAG:
@@ -1663,7 +1995,11 @@ static int ep_control(struct fid *fid, int command, void *arg)
 		*(uint64_t *)arg = (*(uint64_t *)arg & FI_TRANSMIT) ? ep->tx_op_flags : ep->rx_op_flags;
 		return 0;
 	case FI_SETOPSFLAG: {
-		uint64_t f = *(uint64_t *)arg;
+		uint64_t f;
+
+		if (!arg)
+			return -FI_EINVAL;
+		f = *(uint64_t *)arg & ~FFI_NO_COMPLETION;
 
 		if (f & FI_TRANSMIT)
 			ep->tx_op_flags = f & ~(FI_TRANSMIT | FI_RECV);
@@ -1674,6 +2010,18 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	default:
 		return -FI_ENOSYS;
 	}
+}
+
+/* ep_control under the domain's lock (FI_THREAD_SAFE) */
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct ffi_domain *d_ = ((struct ffi_ep *)fid)->dom;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ep_control_unlocked(fid, command, arg);
+	ffi_unlock(d_);
+	return r_;
 }
 
 static int ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
@@ -1694,7 +2042,8 @@ static struct fi_ops ep_fi_ops = {
 	.ops_open = ep_ops_open,
 };
 
-int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep,
+static int ffi_endpoint_unlocked(struct fid_domain *domain, struct fi_info *info,
+			struct fid_ep **fep,
 		 void *context)
 {
 	struct ffi_domain *dom = (struct ffi_domain *)domain;
@@ -1706,13 +2055,14 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	struct ffi_ep *ep;
 	int r = 0;
 
-	if (!info || !info->ep_attr ||
+	if (!fep || !info || !info->ep_attr ||
 	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_DGRAM))
 		return -FI_EINVAL;
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -FI_ENOMEM;
 	ep->dom = dom;
+	ep->name_fd = ep->name_stop = -1;
 	ep->type = info->ep_attr->type;
 	ep->caps = info->caps ? info->caps :
 		   (ep->type == FI_EP_RDM ? FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC : FI_MSG);
@@ -1725,11 +2075,16 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	TAILQ_INIT(&ep->unexp);
 	TAILQ_INIT(&ep->rrx);
 	TAILQ_INIT(&ep->rjobs);
+	TAILQ_INIT(&ep->aowed);
 	for (uint32_t i = 0; i < FFI_TX_SLOTS; i++) {
 		ep->ops[i].idx = i;
 		TAILQ_INSERT_TAIL(&ep->free_ops, &ep->ops[i], link);
 	}
 	ep->ops_free = FFI_TX_SLOTS;
+	ep->min_multi_recv = FFI_MAX_MSG;
+	for (uint32_t i = 0; i < FFI_RSEND_MAX; i++)
+		ep->rsend_free[i] = FFI_RSEND_MAX - 1 - i;
+	ep->nrsend_free = FFI_RSEND_MAX;
 	if (fi_param_get_int(&ffi_prov, "conn_timeout_ms", &ep->conn_timeout_ms) ||
 	    ep->conn_timeout_ms <= 0)
 		ep->conn_timeout_ms = FFI_CONN_TIMEOUT_MS;
@@ -1773,6 +2128,18 @@ int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep 
 	}
 	ep->self = dom->self;
 	ep->self.qpn = ep->ud->qp_num;
+	{
+		/* the name socket on the service of src_addr (FI_SOURCE), else on any port */
+		struct ffi_addr src;
+		uint16_t port = 0;
+
+		if (info->src_addr && info->src_addrlen == ffi_addrlen(dom->addr_format) &&
+		    !ffi_addr_from(dom->addr_format, info->src_addr, &src) &&
+		    (src.flags & FFI_AF_SVC))
+			port = (uint16_t)src.qpn;
+		if ((r = ffi_name_open(ep, port)))
+			goto fail_r;
+	}
 
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = context;
@@ -1792,4 +2159,17 @@ fail_r:
 	FFI_WARN(FI_LOG_EP_CTRL, "endpoint: %s\n", falcon_strerror(r));
 	ep_free(ep);
 	return r ? r : -FI_EIO;
+}
+
+/* ffi_endpoint under the domain's lock (FI_THREAD_SAFE) */
+int ffi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **fep,
+		 void *context)
+{
+	struct ffi_domain *d_ = (struct ffi_domain *)domain;
+	int r_;
+
+	ffi_lock(d_);
+	r_ = ffi_endpoint_unlocked(domain, info, fep, context);
+	ffi_unlock(d_);
+	return r_;
 }

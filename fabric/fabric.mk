@@ -19,6 +19,14 @@ FABRIC_TEST_SRCS := $(wildcard tests/fabric/fi_*.c)
 FABRIC_TEST_BINS := $(FABRIC_TEST_SRCS:%.c=$(BUILD)/%)
 $(FABRIC_TEST_BINS): $(BUILD)/tests/fabric/%: tests/fabric/%.c tests/fabric/fitest.h
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/fabric $< -o $@ $(ALL_LDFLAGS) -lfabric
+	$(CC) $(ALL_CFLAGS) -Itests/fabric $< -o $@ $(ALL_LDFLAGS) -lfabric -lpthread
 
 FABRIC_ALL := $(FABRIC_PROV) $(FABRIC_TEST_BINS)
+
+# the provider's API under libFuzzer (tests/fuzz/fuzz_fabric.c): the provider and the client
+# library compiled into the target, a falcond (--io udp) started by it
+build-fuzz/fuzz_fabric: tests/fuzz/fuzz_fabric.c $(FABRIC_SRCS) fabric/ffi.h lib/client.c \
+		$(wildcard include/falcon/*.h) $(FALCOND)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -Ifabric -DFUZZ_FALCOND='"$(abspath $(FALCOND))"' $< $(FABRIC_SRCS) \
+		lib/client.c -o $@ -lfabric -lpthread

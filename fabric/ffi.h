@@ -16,8 +16,12 @@
  *   endpoint         one falcon CQ, a UD QP (its address), a pool of bounce buffers;
  *                    RDM: an SRQ for every RC QP it has, one RC QP per peer
  *
- * Addresses: struct ffi_addr is what fi_getname returns: the endpoint's daemon (IPv4 or
- * IPv6 address and CM port) and the number of its UD QP. The provider cannot ask the
+ * Addresses: struct ffi_addr is what fi_getname returns (FFI_ADDR_FALCON, the default
+ * format): the endpoint's daemon (IPv4 or IPv6 address and CM port) and the number of its
+ * UD QP. FI_SOCKADDR_IN / IN6 name the daemon's IP and the port of the endpoint's name
+ * socket instead, and fi_getinfo's node and service name such a socket: fi_av_insert asks
+ * it for the endpoint's whole address (name.c), which is how programs that exchange
+ * addresses in-band find their server. The provider cannot ask the
  * daemon for its own CM address (libfalcon-client has no call for it): it comes from
  * FI_FALCON_ADDR ("host[:cm-port]"), else the first IPv4 address of an interface that is
  * up and not loopback, else 127.0.0.1, with FALCON_CM_PORT_DEFAULT.
@@ -69,6 +73,11 @@
  * the operations as for any peer (atomics stay atomic against other peers'). AV entries
  * make their AH on first use, so inserting addresses (an MPI job inserts every rank's)
  * never waits for a daemon.
+ * Beside those (issue 25): FI_MULTI_RECV (ep.c, FI_OPT_MIN_MULTI_RECV), counters
+ * (cntr.c), every atomic op x datatype of ofi_rxm (native where falcon has the
+ * instruction, run by the target's provider otherwise: atomic.c), FI_THREAD_SAFE (the
+ * domain's lock). Not offered: FI_EP_MSG, FI_SHARED_AV, FI_RMA_EVENT, atomic ordering,
+ * FI_SOCKADDR (generic) addresses.
  *
  * Open MPI (4.1, tests/e2e/test_mpi.sh): pml cm + mtl ofi run on it (FI_TAGGED with
  * CQ data for the source rank, FI_SELECTIVE_COMPLETION with FI_COMPLETION in op_flags,
@@ -77,7 +86,10 @@
  * one rank per node does the rank's own window state through the BTL (the self path).
  *
  * Progress: manual; every CQ read and every post on an endpoint progresses it.
- * Threads: FI_THREAD_DOMAIN (the application serializes access to a domain's objects).
+ * Threads: FI_THREAD_SAFE: every entry point on a domain's objects (posts, CQ and counter
+ * reads, AV, MR, endpoint control) runs under the domain's lock; blocking waits
+ * (fi_cq_sread, fi_cntr_wait) sleep without it. Each endpoint's name thread (name.c) only
+ * reads what never changes after the endpoint is made.
  */
 #ifndef FFI_H
 #define FFI_H
@@ -85,6 +97,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/queue.h>
 
 #include <rdma/fabric.h>
@@ -112,26 +125,41 @@
 #define FFI_TX_SLOTS 64u            /* operations in flight per endpoint */
 #define FFI_CTRL_RESERVE 4u         /* of them kept for REQ / REP (tx_attr->size: the rest) */
 #define FFI_RX_SLOTS 64u            /* bounce slots in the SRQ (RDM) */
+#define FFI_RSEND_MAX 256u          /* rendezvous sends waiting for FIN per endpoint (each
+				       holds an MR of the context) */
 #define FFI_UD_SLOTS 32u            /* bounce slots on the UD QP */
 #define FFI_RX_POSTED_MAX 1024u     /* posted receives per endpoint (rx_attr->size) */
 #define FFI_UNEXP_MAX 4096u         /* unexpected messages copied out per endpoint */
 #define FFI_CQ_DEFAULT 1024u
 #define FFI_CQ_MAX 65536u
+#define FFI_EQ_MAX 65536u           /* fi_eq_open's size (fabtests' fi_eq_test asks 8192) */
 #define FFI_BIND_MAX 16u            /* endpoints bound to one CQ */
 #define FFI_AV_MAX 65536u
 #define FFI_CONN_TIMEOUT_MS 10000
 #define FFI_PEERS_MAX 4096u         /* RDM connections per endpoint */
 #define FFI_QKEY 0x66616c63u        /* "falc" */
 #define FFI_CQ_DATA_BYTES 4u        /* remote CQ data: falcon's 32-bit immediate */
+#define FFI_INJECT_RDM 4096u        /* tx_attr->inject_size */
+#define FFI_INJECT_DGRAM 1024u
+/* an operation flag of the provider's own (no libfabric flag uses bit 63): the operation
+ * was fi_inject*(), which never completes (fi_msg(3)); FI_INJECT as a flag of fi_sendmsg
+ * and its kin only lets the buffer go (the completion follows FI_COMPLETION). */
+#define FFI_NO_COMPLETION (1ull << 63)
 
-/* An endpoint's address: what fi_getname returns and fi_av_insert takes. */
+/* An endpoint's address: what fi_getname returns and fi_av_insert takes in the
+ * provider's own format (FFI_ADDR_FALCON; name.c has the sockaddr ones). */
 struct ffi_addr {
 	uint8_t family;             /* 4 or 6 */
-	uint8_t pad;
+	uint8_t flags;              /* FFI_AF_* */
 	uint16_t cm_port;           /* the daemon's CM port, host order */
-	uint32_t qpn;               /* the endpoint's UD QP */
+	uint32_t qpn;               /* the endpoint's UD QP (FFI_AF_SVC: a service port) */
 	uint8_t ip[16];             /* IPv4 in the first 4 bytes */
 };
+#define FFI_AF_SVC 0x1u             /* known by node and service only: fi_av_insert asks the
+				       endpoint's name socket at ip:qpn (name.c) */
+/* the provider's address format (provider specific formats have FI_PROV_SPECIFIC) */
+#define FFI_ADDR_FALCON (FI_PROV_SPECIFIC | 0x46u)
+#define FFI_RESOLVE_MS 5000         /* fi_av_insert's wait for a name (FI_FALCON_RESOLVE_MS) */
 
 /* In front of every message the provider sends. */
 enum ffi_hop {
@@ -140,7 +168,29 @@ enum ffi_hop {
 	FFI_OP_REQ = 3,             /* RDM connection request (UD) */
 	FFI_OP_REP = 4,             /* RDM connection reply (UD) */
 	FFI_OP_FIN = 5,             /* rendezvous done: data = the sender's op, tag = its seq */
+	FFI_OP_ATOMIC = 6,          /* an atomic run at the target (atomic.c): data = the
+				       initiator's ffi_rsend, tag = its seq; struct ffi_areq */
+	FFI_OP_ATOMIC_RESP = 7,     /* its answer: data, tag echoed; struct ffi_aresp */
 };
+
+/* An emulated atomic: the request, then count operands, then count compare operands. */
+struct ffi_areq {
+	uint64_t addr;
+	uint32_t rkey;
+	uint8_t aop;                /* enum fi_op */
+	uint8_t dt;                 /* enum fi_datatype */
+	uint8_t kind;               /* FFI_AT_* */
+	uint8_t pad;
+	uint32_t count;
+	uint32_t pad2;
+};
+/* ... and its answer: err (a positive FI_E*, 0), then len bytes of old values. */
+struct ffi_aresp {
+	int32_t err;
+	uint32_t len;
+};
+enum { FFI_AT_WRITE, FFI_AT_FETCH, FFI_AT_COMPARE };
+#define FFI_ATOMIC_MAX 4096u        /* bytes of operands per emulated atomic */
 #define FFI_HF_DATA 0x1u            /* data carries remote CQ data */
 #define FFI_HF_RNDV 0x2u            /* the payload is a struct ffi_rndv, not the message */
 
@@ -210,18 +260,28 @@ struct ffi_domain {
 	struct falcon_device_attr dev; /* the daemon's limits (ffi_query_device) */
 	uint64_t mr_mode;
 	uint32_t api_version;
+	uint32_t addr_format;       /* FFI_ADDR_FALCON, FI_SOCKADDR_IN or FI_SOCKADDR_IN6 */
 	int refs;                   /* objects open on it */
 	LIST_HEAD(, ffi_ah) ahs;
+	LIST_HEAD(, ffi_mr) mrs;    /* for the targets of emulated atomics */
+	pthread_mutex_t lock;       /* every entry point on the domain's objects holds it
+				       (FI_THREAD_SAFE); recursive */
 };
+
+static inline void ffi_lock(struct ffi_domain *d) { pthread_mutex_lock(&d->lock); }
+static inline void ffi_unlock(struct ffi_domain *d) { pthread_mutex_unlock(&d->lock); }
 
 struct ffi_mr {
 	struct fid_mr mr;
 	struct ffi_domain *dom;
 	struct falcon_mr *fmr;
+	uint64_t access;            /* FI_REMOTE_READ / FI_REMOTE_WRITE: emulated atomics check */
+	LIST_ENTRY(ffi_mr) link;
 };
 
 struct ffi_av_entry {
 	struct ffi_addr addr;
+	uint16_t svc;               /* the endpoint's name port (sockaddr formats), 0: unknown */
 	struct ffi_ah *ah;          /* made on first use (DGRAM; RDM peers hold their own) */
 	bool used;
 };
@@ -258,6 +318,19 @@ struct ffi_cq {
 	unsigned neps;
 	int epfd;                   /* the bound endpoints' falcon CQ fds and sigfd */
 	int sigfd;                  /* fi_cq_signal */
+	int refs;
+};
+
+/* A counter (cntr.c). */
+struct ffi_cntr {
+	struct fid_cntr cntr;
+	struct ffi_domain *dom;
+	enum fi_wait_obj wait_obj;
+	uint64_t value, err;
+	struct ffi_ep *eps[FFI_BIND_MAX];
+	unsigned neps;
+	int epfd;                   /* the bound endpoints' falcon CQ fds and evfd */
+	int evfd;                   /* readable after fi_cntr_add / set */
 	int refs;
 };
 
@@ -307,7 +380,8 @@ struct ffi_op {
 	void *result;               /* READ / fetching atomic through the slot: copy here */
 	size_t result_len;
 	struct ffi_peer *peer;      /* RDM: the connection it goes on */
-	struct falcon_mr *rndv_mr;  /* rendezvous send: the message, registered until FIN */
+	int32_t rsend;              /* the announcement of rendezvous send ep->rsends[rsend]
+				       (-1: none); the op ends when it is sent */
 	uint64_t seq;
 	struct ffi_rrx *rrx;        /* FFI_K_RREAD: the receive it reads for */
 	struct ffi_rjob *rjob;      /* FFI_K_RCHUNK: the RMA it is a piece of */
@@ -336,6 +410,29 @@ struct ffi_peer {
 	LIST_ENTRY(ffi_peer) link;
 };
 
+/* A rendezvous send waiting for its FIN. It holds no tx slot (those go back as soon as the
+ * announcement is sent): slots held until the peer's FIN deadlocked two endpoints that
+ * both sent a window of rendezvous messages, each with no slot left for its READs. */
+struct ffi_rsend {
+	void *context;
+	uint64_t cq_flags;
+	uint64_t seq;               /* the announcement's (FIN echoes it) */
+	struct falcon_mr *mr;       /* the message, registered until FIN */
+	bool comp, in_use;
+	bool atomic;                /* an emulated atomic waiting for its answer (atomic.c) */
+	void *result;               /* ... whose old values go here */
+	size_t result_len;
+};
+
+/* An atomic's answer waiting for a tx slot (atomic.c). */
+struct ffi_aowed {
+	struct ffi_peer *peer;
+	size_t len;
+	TAILQ_ENTRY(ffi_aowed) link;
+	uint8_t data[];
+};
+TAILQ_HEAD(ffi_aowed_list, ffi_aowed);
+
 /* A posted receive. */
 struct ffi_rx {
 	void *context;
@@ -343,7 +440,8 @@ struct ffi_rx {
 	size_t iov_count, len;
 	fi_addr_t src;              /* FI_ADDR_UNSPEC: any */
 	uint64_t tag, ignore;
-	uint64_t flags;             /* FI_MSG or FI_TAGGED, FI_COMPLETION */
+	uint64_t flags;             /* FI_MSG or FI_TAGGED, FI_COMPLETION, FI_MULTI_RECV */
+	size_t used;                /* FI_MULTI_RECV: bytes of the buffer taken */
 	TAILQ_ENTRY(ffi_rx) link;
 };
 TAILQ_HEAD(ffi_rx_list, ffi_rx);
@@ -412,13 +510,19 @@ struct ffi_ep {
 	struct ffi_cq *tx_cq, *rx_cq;
 	uint64_t tx_flags, rx_flags;  /* bind flags (FI_SELECTIVE_COMPLETION) */
 	uint64_t tx_op_flags, rx_op_flags;
+	size_t min_multi_recv;      /* FI_OPT_MIN_MULTI_RECV (default FFI_MAX_MSG) */
 	struct ffi_av *av;
 	struct ffi_eq *eq;
+	struct ffi_cntr *cntr_send, *cntr_recv, *cntr_read, *cntr_write, *cntr_rwrite;
 
 	struct falcon_cq *fcq;
 	struct falcon_qp *ud;
 	struct falcon_srq *srq;
 	struct ffi_addr self;
+	uint16_t svc;               /* the port of its name socket (name.c) */
+	int name_fd, name_stop;
+	pthread_t name_thread;
+	bool name_running;
 
 	uint8_t *pool;              /* tx slots, SRQ slots, UD slots */
 	size_t pool_len;
@@ -428,6 +532,10 @@ struct ffi_ep {
 	struct ffi_op ops[FFI_TX_SLOTS];
 	struct ffi_op_list free_ops;
 	unsigned ops_free;
+	struct ffi_rsend rsends[FFI_RSEND_MAX];
+	uint32_t rsend_free[FFI_RSEND_MAX]; /* a stack of free indexes */
+	unsigned nrsend_free;
+	struct ffi_aowed_list aowed;
 
 	LIST_HEAD(, ffi_peer) peers;
 	struct ffi_rx_list rx_msg, rx_tag;
@@ -462,6 +570,37 @@ int ffi_self_addr(struct ffi_addr *a);
  * limits such daemons had (FFI_OLD_WR_MAX per WR, MTU 4096...). 0 or a negative errno. */
 int ffi_query_device(struct falcon_context *ctx, struct falcon_device_attr *dev);
 
+/* name.c */
+size_t ffi_addrlen(uint32_t fmt);
+int ffi_addr_from(uint32_t fmt, const void *p, struct ffi_addr *a);
+void ffi_addr_to(uint32_t fmt, const struct ffi_addr *a, uint16_t svc, void *p);
+int ffi_addr_of_node(const char *node, const char *service, int family, struct ffi_addr *a);
+int ffi_name_resolve(const struct ffi_addr *a, int timeout_ms, struct ffi_addr *out, uint16_t *svc);
+int ffi_name_open(struct ffi_ep *ep, uint16_t port);
+void ffi_name_close(struct ffi_ep *ep);
+
+/* cntr.c */
+int ffi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **fc,
+		  void *context);
+int ffi_cntr_bind_ep(struct ffi_cntr *c, struct ffi_ep *ep);
+void ffi_cntr_unbind_ep(struct ffi_cntr *c, struct ffi_ep *ep);
+void ffi_count(struct ffi_ep *ep, uint64_t flags, bool err);
+
+/* atomic.c */
+size_t ffi_atomic_dtsize(enum fi_datatype dt);
+bool ffi_atomic_valid(enum fi_datatype dt, enum fi_op op, int kind);
+bool ffi_atomic_native(enum fi_datatype dt, enum fi_op op, int kind, size_t count);
+void ffi_atomic_exec(enum fi_datatype dt, enum fi_op op, void *dst, const void *src,
+		     const void *cmp, void *res, size_t count);
+ssize_t ffi_atomic_emulate(struct ffi_ep *ep, int kind, const void *buf, size_t count,
+			   const void *cmp, void *result, fi_addr_t dest, uint64_t addr,
+			   uint64_t key, enum fi_datatype dt, enum fi_op aop, uint64_t flags,
+			   void *context);
+void ffi_atomic_answer(struct ffi_ep *ep, const struct ffi_hdr *h, const uint8_t *body, size_t len);
+void ffi_atomic_serve(struct ffi_ep *ep, struct ffi_peer *p, const struct ffi_hdr *h,
+		      const uint8_t *body, size_t len);
+void ffi_atomic_pump(struct ffi_ep *ep);
+
 /* domain.c */
 int ffi_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
@@ -477,6 +616,7 @@ int ffi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum 
 int ffi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 		void *context);
 int ffi_cq_bind_ep(struct ffi_cq *cq, struct ffi_ep *ep);
+int ffi_cq_trywait(struct ffi_cq *cq);
 void ffi_cq_unbind_ep(struct ffi_cq *cq, struct ffi_ep *ep);
 uint32_t ffi_cq_room(const struct ffi_cq *cq);
 void ffi_cq_push(struct ffi_cq *cq, const struct ffi_cqe *e);
@@ -499,6 +639,16 @@ void ffi_rjob_pump(struct ffi_ep *ep);
 void ffi_rjob_chunk_done(struct ffi_ep *ep, struct ffi_op *op, const struct falcon_wc *wc);
 
 /* ep.c, for rma.c */
+bool ffi_iov_ok(const struct iovec *iov, size_t count);
+struct ffi_rsend *ffi_rsend_get(struct ffi_ep *ep);
+void ffi_rsend_put(struct ffi_ep *ep, struct ffi_rsend *rs);
+/* Whether a transmit with flags reports a success completion (fi_cq(3)): never for
+ * fi_inject*(); on a CQ bound with FI_SELECTIVE_COMPLETION only with FI_COMPLETION. */
+static inline bool ffi_tx_comp(const struct ffi_ep *ep, uint64_t flags)
+{
+	return !(flags & FFI_NO_COMPLETION) &&
+	       (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+}
 struct ffi_peer *ffi_peer_for(struct ffi_ep *ep, fi_addr_t fa);
 int ffi_post_on(struct ffi_ep *ep, struct falcon_qp *qp, struct ffi_op *op);
 struct ffi_op *ffi_op_get_any(struct ffi_ep *ep);

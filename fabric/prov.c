@@ -32,6 +32,8 @@ int ffi_addr_host(const struct ffi_addr *a, char *buf, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN];
 
+	if (!a)
+		return -EINVAL;
 	if (a->family == 4) {
 		if (!inet_ntop(AF_INET, a->ip, ip, sizeof(ip)))
 			return -EINVAL;
@@ -124,9 +126,11 @@ int ffi_self_addr(struct ffi_addr *a)
  * RC QP (ffi.h) */
 #define FFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
 		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_DIRECTED_RECV | \
-		      FI_REMOTE_COMM | FI_LOCAL_COMM)
+		      FI_REMOTE_COMM | FI_LOCAL_COMM | FI_MULTI_RECV)
 #define FFI_DGRAM_CAPS (FI_MSG | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM)
-#define FFI_SECONDARY (FI_SOURCE | FI_DIRECTED_RECV | FI_REMOTE_COMM | FI_LOCAL_COMM)
+/* secondary capabilities, reported whether asked or not (fi_getinfo(3) allows it);
+ * FI_DIRECTED_RECV is a primary one: only when asked (or without hints) */
+#define FFI_SECONDARY (FI_SOURCE | FI_REMOTE_COMM | FI_LOCAL_COMM)
 #define FFI_MR_NEEDS (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
 
 int ffi_query_device(struct falcon_context *ctx, struct falcon_device_attr *dev)
@@ -161,46 +165,174 @@ static size_t ep_cnt_of(const struct falcon_device_attr *d)
 	return d->max_mr < n ? d->max_mr : n;
 }
 
-static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const struct fi_info *hints,
-			       const struct falcon_device_attr *dev)
-{
-	struct fi_info *fi = fi_allocinfo();
-	uint64_t caps = type == FI_EP_RDM ? FFI_RDM_CAPS : FFI_DGRAM_CAPS;
-	bool rma_ok = true;
+/* what a getinfo call asks beyond hints: node, service, flags, and this host's daemon */
+struct gi_req {
+	uint32_t version;
+	const char *node, *service;
+	uint64_t flags;
+	struct ffi_addr self;
+};
 
+#define TX_CAPS (FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE)
+#define RX_CAPS (FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_DIRECTED_RECV | FI_RECV | \
+		 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE | FI_MULTI_RECV)
+#define DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define RMA_CAPS (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+/* The capabilities of an info: what the hints ask (primary ones and their modifiers,
+ * fi_getinfo(3)), the secondary ones we have, or everything without hints. 0: refused. */
+static uint64_t caps_of(uint64_t all, const struct fi_info *hints)
+{
+	uint64_t caps;
+
+	if (!hints || !hints->caps)
+		return all;
+	if ((hints->caps & all) != hints->caps)
+		return 0; /* FI_SHARED_AV, FI_MULTI_RECV, FI_RMA_EVENT...: not offered */
+	caps = hints->caps | (all & FFI_SECONDARY);
+	/* a primary capability without its modifiers means all of them */
+	if ((caps & (FI_MSG | FI_TAGGED)) && !(caps & (FI_SEND | FI_RECV)))
+		caps |= FI_SEND | FI_RECV;
+	if ((caps & (FI_RMA | FI_ATOMIC)) &&
+	    !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	return caps & all;
+}
+
+/* mr_mode of fi_domain(3) per API version: FI_MR_BASIC (what we need: provider keys,
+ * virtual addresses, allocated memory) before 1.5 or when asked for it, the mode bits
+ * after, FI_MR_SCALABLE never. *rma_ok: the application can take it (else no RMA). */
+static int mr_mode_of(uint32_t version, const struct fi_info *hints, bool *rma_ok)
+{
+	int want = hints && hints->domain_attr ? hints->domain_attr->mr_mode : FI_MR_UNSPEC;
+
+	*rma_ok = true;
+	if ((want & 3) == FI_MR_SCALABLE)
+		return -1;
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || (want & 3) == FI_MR_BASIC)
+		return FI_MR_BASIC;
+	if (hints && (want & FFI_MR_NEEDS) != FFI_MR_NEEDS)
+		*rma_ok = false;
+	return FFI_MR_NEEDS;
+}
+
+/* The address format asked for: ours, or sockaddr of the daemon's family. 0: refused. */
+static uint32_t format_of(const struct fi_info *hints, const struct ffi_addr *self)
+{
+	uint32_t f = hints ? hints->addr_format : FI_FORMAT_UNSPEC;
+
+	if (f == FI_FORMAT_UNSPEC || f == FFI_ADDR_FALCON)
+		return FFI_ADDR_FALCON;
+	if ((f == FI_SOCKADDR_IN && self->family == 4) || (f == FI_SOCKADDR_IN6 && self->family == 6))
+		return f;
+	return 0;
+}
+
+static void *addr_dup(uint32_t fmt, const struct ffi_addr *a, uint16_t svc, size_t *len)
+{
+	void *p = malloc(ffi_addrlen(fmt));
+
+	if (p)
+		ffi_addr_to(fmt, a, svc, p);
+	*len = p ? ffi_addrlen(fmt) : 0;
+	return p;
+}
+
+/* src_addr and dest_addr of fi_getinfo(3): node and service name the destination, or
+ * with FI_SOURCE (or without a node) the local endpoint's; the hints' addresses
+ * otherwise; the source is this host's daemon and, with a service, the endpoint's name
+ * port (name.c). A destination is known by node and service (fi_av_insert asks it).
+ * 0 or -1 (a node that does not resolve, a hint address not of the format). */
+static int addrs_of(struct fi_info *fi, const struct fi_info *hints, const struct gi_req *q)
+{
+	uint32_t fmt = fi->addr_format;
+	size_t len = ffi_addrlen(fmt);
+	struct ffi_addr src = q->self, dst;
+	bool have_dst = false;
+
+	src.qpn = 0;
+	if ((q->flags & FI_SOURCE) || !q->node) {
+		struct ffi_addr n;
+
+		if (q->node && ffi_addr_of_node(q->node, NULL, 0, &n))
+			return -1;
+		if (q->service && ffi_addr_of_node(NULL, q->service, q->self.family, &n))
+			return -1;
+		if (q->service && n.qpn) {
+			src.flags = FFI_AF_SVC;
+			src.qpn = n.qpn;
+		}
+	} else if (hints && hints->src_addr) {
+		if (hints->src_addrlen != len || ffi_addr_from(fmt, hints->src_addr, &src))
+			return -1;
+	}
+	if (q->node && !(q->flags & FI_SOURCE)) {
+		if (ffi_addr_of_node(q->node, q->service, q->self.family, &dst))
+			return -1;
+		have_dst = true;
+	} else if (hints && hints->dest_addr) {
+		if (hints->dest_addrlen != len || ffi_addr_from(fmt, hints->dest_addr, &dst))
+			return -1;
+		have_dst = true;
+	}
+	fi->src_addr = addr_dup(fmt, &src, src.flags & FFI_AF_SVC ? (uint16_t)src.qpn : 0,
+				&fi->src_addrlen);
+	if (have_dst)
+		fi->dest_addr = addr_dup(fmt, &dst, dst.flags & FFI_AF_SVC ? (uint16_t)dst.qpn : 0,
+					 &fi->dest_addrlen);
+	return fi->src_addr && (!have_dst || fi->dest_addr) ? 0 : -1;
+}
+
+/* the ordering a hint asks must be one we give (fi_getinfo_test: what is returned has
+ * every bit asked); we give send-after-send on RDM (one RC QP per peer, matched in
+ * arrival order, rendezvous included) and nothing on DGRAM */
+static bool order_ok(const struct fi_info *hints, uint64_t have)
+{
+	if (!hints)
+		return true;
+	if (hints->tx_attr && (hints->tx_attr->msg_order & ~have))
+		return false;
+	return !hints->rx_attr || !(hints->rx_attr->msg_order & ~have);
+}
+
+static struct fi_info *info_of(const struct gi_req *q, enum fi_ep_type type,
+			       const struct fi_info *hints, const struct falcon_device_attr *dev)
+{
+	struct fi_info *fi;
+	uint64_t all = type == FI_EP_RDM ? FFI_RDM_CAPS : FFI_DGRAM_CAPS, caps;
+	uint64_t order = type == FI_EP_RDM ? FI_ORDER_SAS : FI_ORDER_NONE;
+	uint32_t fmt = format_of(hints, &q->self);
+	bool rma_ok;
+	int mr_mode = mr_mode_of(q->version, hints, &rma_ok);
+
+	if (!rma_ok)
+		all &= ~RMA_CAPS; /* the app cannot take provider keys on virtual addresses */
+	caps = caps_of(all, hints);
+	if (!caps || !fmt || mr_mode < 0 || !order_ok(hints, order))
+		return NULL;
+	if (hints && hints->domain_attr && (hints->domain_attr->caps &
+	    (FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SHARED_AV) & ~(all & DOMAIN_CAPS)))
+		return NULL; /* FI_SHARED_AV: not offered */
+	if (!(caps & RMA_CAPS) && !FI_VERSION_LT(q->version, FI_VERSION(1, 5)) &&
+	    mr_mode != FI_MR_BASIC)
+		mr_mode = 0; /* messages go through bounce buffers: no registration needed */
+	fi = fi_allocinfo();
 	if (!fi)
 		return NULL;
-	if (dev->atomic_cap == FALCON_ATOMIC_NONE || dev->atomic_size != 8)
-		caps &= ~(uint64_t)FI_ATOMIC; /* ffi_query_atomic offers 64-bit operands */
-	if (hints && hints->domain_attr && FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
-	    hints->domain_attr->mr_mode != FI_MR_UNSPEC && hints->domain_attr->mr_mode != FI_MR_BASIC &&
-	    (hints->domain_attr->mr_mode & FFI_MR_NEEDS) != FFI_MR_NEEDS)
-		rma_ok = false; /* the app cannot take provider keys on virtual addresses */
-	if (!rma_ok)
-		caps &= ~(FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
-	if (hints && hints->caps) {
-		if ((hints->caps & caps) != hints->caps)
-			goto nodata;
-		/* primary capabilities asked for; the secondary ones we have */
-		caps = hints->caps | (caps & FFI_SECONDARY);
-		if (caps & (FI_MSG | FI_TAGGED))
-			caps |= (FI_SEND | FI_RECV) & (hints->caps & (FI_SEND | FI_RECV) ?
-						       hints->caps : ~0ull);
-	}
 	fi->caps = caps;
 	fi->mode = 0;
-	fi->addr_format = FI_FORMAT_UNSPEC;
+	fi->addr_format = fmt;
 
-	fi->tx_attr->caps = caps;
-	fi->tx_attr->msg_order = type == FI_EP_RDM ? FI_ORDER_SAS : 0;
+	fi->tx_attr->caps = caps & TX_CAPS;
+	fi->tx_attr->msg_order = order;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
-	fi->tx_attr->inject_size = type == FI_EP_RDM ? 4096 : 1024;
+	fi->tx_attr->inject_size = type == FI_EP_RDM ? FFI_INJECT_RDM : FFI_INJECT_DGRAM;
 	fi->tx_attr->size = FFI_TX_SLOTS - FFI_CTRL_RESERVE;
 	fi->tx_attr->iov_limit = 4;
 	fi->tx_attr->rma_iov_limit = 1;
 
-	fi->rx_attr->caps = caps;
-	fi->rx_attr->msg_order = type == FI_EP_RDM ? FI_ORDER_SAS : 0;
+	fi->rx_attr->caps = caps & RX_CAPS;
+	fi->rx_attr->msg_order = order;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->total_buffered_recv = (size_t)FFI_RX_SLOTS * FFI_MAX_MSG;
 	fi->rx_attr->size = FFI_RX_POSTED_MAX;
@@ -214,17 +346,18 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 	fi->ep_attr->rx_ctx_cnt = 1;
 
 	fi->domain_attr->name = strdup(FFI_PROV_NAME);
-	fi->domain_attr->threading = FI_THREAD_DOMAIN;
+	fi->domain_attr->caps = all & DOMAIN_CAPS;
+	fi->domain_attr->threading = FI_THREAD_SAFE;
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = hints && hints->domain_attr &&
 		hints->domain_attr->av_type == FI_AV_MAP ? FI_AV_MAP : FI_AV_TABLE;
-	fi->domain_attr->mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_BASIC :
-				   (caps & (FI_RMA | FI_ATOMIC)) ? FFI_MR_NEEDS : 0;
+	fi->domain_attr->mr_mode = mr_mode;
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = type == FI_EP_RDM ? FFI_CQ_DATA_BYTES : 0;
 	fi->domain_attr->cq_cnt = 256;
+	fi->domain_attr->cntr_cnt = 256;
 	fi->domain_attr->ep_cnt = ep_cnt_of(dev);
 	fi->domain_attr->tx_ctx_cnt = ep_cnt_of(dev);
 	fi->domain_attr->rx_ctx_cnt = ep_cnt_of(dev);
@@ -235,14 +368,12 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 
 	fi->fabric_attr->name = strdup(FFI_PROV_NAME);
 	fi->fabric_attr->prov_version = FFI_PROV_VERSION;
-	fi->fabric_attr->api_version = version;
-	if (!fi->domain_attr->name || !fi->fabric_attr->name)
+	fi->fabric_attr->api_version = q->version;
+	if (!fi->domain_attr->name || !fi->fabric_attr->name || addrs_of(fi, hints, q))
 		goto nodata;
 
 	if (!hints)
 		return fi;
-	if (hints->addr_format != FI_FORMAT_UNSPEC)
-		goto nodata;
 	if (hints->ep_attr) {
 		if (hints->ep_attr->max_msg_size > fi->ep_attr->max_msg_size)
 			goto nodata;
@@ -259,14 +390,15 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 	if (hints->tx_attr)
 		fi->tx_attr->op_flags = hints->tx_attr->op_flags & FI_COMPLETION;
 	if (hints->rx_attr)
-		fi->rx_attr->op_flags = hints->rx_attr->op_flags & FI_COMPLETION;
+		fi->rx_attr->op_flags = hints->rx_attr->op_flags &
+					(FI_COMPLETION | (caps & FI_MULTI_RECV));
 	if (hints->domain_attr) {
 		const struct fi_domain_attr *d = hints->domain_attr;
 
 		if (d->name && strcasecmp(d->name, FFI_PROV_NAME))
 			goto nodata;
-		if (d->threading == FI_THREAD_SAFE || d->threading == FI_THREAD_FID)
-			goto nodata;
+		if (d->threading != FI_THREAD_UNSPEC)
+			fi->domain_attr->threading = d->threading; /* every level: we are safe */
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
 			goto nodata;
 		if (d->cq_data_size > fi->domain_attr->cq_data_size)
@@ -275,15 +407,6 @@ static struct fi_info *info_of(uint32_t version, enum fi_ep_type type, const str
 	if (hints->fabric_attr && hints->fabric_attr->name &&
 	    strcasecmp(hints->fabric_attr->name, FFI_PROV_NAME))
 		goto nodata;
-	if (hints->dest_addr) {
-		if (hints->dest_addrlen != sizeof(struct ffi_addr))
-			goto nodata;
-		fi->dest_addr = malloc(sizeof(struct ffi_addr));
-		if (!fi->dest_addr)
-			goto nodata;
-		memcpy(fi->dest_addr, hints->dest_addr, sizeof(struct ffi_addr));
-		fi->dest_addrlen = sizeof(struct ffi_addr);
-	}
 	return fi;
 nodata:
 	fi_freeinfo(fi);
@@ -297,15 +420,21 @@ static int ffi_getinfo(uint32_t version, const char *node, const char *service, 
 	struct fi_info *head = NULL, **tail = &head;
 	struct falcon_device_attr dev;
 	struct falcon_context *ctx;
+	struct gi_req q = { .version = version, .node = node, .service = service, .flags = flags };
 	int r;
 
-	(void)node;
-	(void)service;
-	(void)flags;
+	if (!info)
+		return -FI_EINVAL;
 	*info = NULL;
+	if ((flags & FI_SOURCE) && !node && !service)
+		return -FI_EINVAL; /* fi_getinfo(3): FI_SOURCE names node and/or service */
 	if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
 	    hints->ep_attr->type != FI_EP_RDM && hints->ep_attr->type != FI_EP_DGRAM)
 		return -FI_ENODATA;
+	if (ffi_self_addr(&q.self)) {
+		FFI_WARN(FI_LOG_CORE, "FI_FALCON_ADDR is not host[:cm-port]\n");
+		return -FI_ENODATA;
+	}
 	/* a provider without a daemon to talk to offers nothing; the daemon's limits are
 	 * the info's */
 	ctx = falcon_open(NULL);
@@ -325,7 +454,7 @@ static int ffi_getinfo(uint32_t version, const char *node, const char *service, 
 		if (hints && hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
 		    hints->ep_attr->type != types[i])
 			continue;
-		fi = info_of(version, types[i], hints, &dev);
+		fi = info_of(&q, types[i], hints, &dev);
 		if (!fi)
 			continue;
 		*tail = fi;
@@ -355,6 +484,8 @@ static ssize_t eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t le
 	struct ffi_eq_ev *ev;
 	uint64_t v;
 
+	if (len && !buf)
+		return -FI_EINVAL;
 	if (!eq->count)
 		return -FI_EAGAIN;
 	ev = &eq->ring[eq->head];
@@ -364,7 +495,8 @@ static ssize_t eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t le
 		return -FI_ETOOSMALL;
 	if (event)
 		*event = ev->event;
-	memcpy(buf, ev->u.raw, ev->len);
+	if (ev->len)
+		memcpy(buf, ev->u.raw, ev->len);
 	if (!(flags & FI_PEEK)) {
 		eq->head = (eq->head + 1) % eq->size;
 		if (--eq->count == 0 && read(eq->efd, &v, sizeof(v)) < 0)
@@ -379,6 +511,8 @@ static ssize_t eq_readerr(struct fid_eq *feq, struct fi_eq_err_entry *buf, uint6
 	struct ffi_eq_ev *ev;
 	uint64_t v;
 
+	if (!buf)
+		return -FI_EINVAL;
 	if (!eq->count || !eq->ring[eq->head].err)
 		return -FI_EAGAIN;
 	ev = &eq->ring[eq->head];
@@ -398,7 +532,7 @@ static ssize_t eq_write(struct fid_eq *feq, uint32_t event, const void *buf, siz
 	struct ffi_eq_ev *ev;
 	uint64_t one = 1;
 
-	if (len > sizeof(ev->u.raw))
+	if (len > sizeof(ev->u.raw) || (len && !buf))
 		return -FI_EINVAL;
 	if (eq->count == eq->size)
 		return -FI_EAGAIN;
@@ -408,7 +542,8 @@ static ssize_t eq_write(struct fid_eq *feq, uint32_t event, const void *buf, siz
 	ev->len = len;
 	ev->err = false;
 	(void)flags;
-	memcpy(ev->u.raw, buf, len);
+	if (len)
+		memcpy(ev->u.raw, buf, len);
 	eq->count++;
 	if (write(eq->efd, &one, sizeof(one)) < 0)
 		return -errno;
@@ -458,6 +593,8 @@ static int eq_control(struct fid *fid, int command, void *arg)
 
 	if (command != FI_GETWAIT)
 		return -FI_ENOSYS;
+	if (!arg)
+		return -FI_EINVAL;
 	*(int *)arg = eq->efd;
 	return 0;
 }
@@ -512,10 +649,12 @@ int ffi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 	struct ffi_eq *eq;
 	size_t size = attr && attr->size ? attr->size : 64;
 
+	if (!feq)
+		return -FI_EINVAL;
 	if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
 	    attr->wait_obj != FI_WAIT_FD)
 		return -FI_ENOSYS;
-	if (size > 4096)
+	if (size > FFI_EQ_MAX)
 		return -FI_EINVAL;
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)
@@ -566,12 +705,33 @@ static int fabric_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr
 	return -FI_ENOSYS;
 }
 
+/* fi_trywait(3): 0 when the caller may block on the wait objects of fids; -FI_EAGAIN
+ * when one has something to read first; -FI_EINVAL for what has no wait object here. */
 static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
 	(void)fabric;
-	(void)fids;
-	(void)count;
-	return -FI_ENOSYS;
+	if (count < 0 || (count && !fids))
+		return -FI_EINVAL;
+	for (int i = 0; i < count; i++) {
+		int r;
+
+		if (!fids[i])
+			return -FI_EINVAL;
+		switch (fids[i]->fclass) {
+		case FI_CLASS_CQ:
+			r = ffi_cq_trywait((struct ffi_cq *)fids[i]);
+			break;
+		case FI_CLASS_EQ:
+			r = ((struct ffi_eq *)fids[i])->count ? -FI_EAGAIN : 0;
+			break;
+		default:
+			r = -FI_EINVAL;
+			break;
+		}
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 static int fabric_domain2(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
@@ -647,6 +807,9 @@ FI_EXT_INI
 			"this host's falcond as peers reach it: host[:cm-port] "
 			"(default: the first IPv4 address of an interface that is up, port %u)",
 			FALCON_CM_PORT_DEFAULT);
+	fi_param_define(&ffi_prov, "resolve_ms", FI_PARAM_INT,
+			"how long fi_av_insert waits for the endpoint named by node and service "
+			"to answer (default %d)", FFI_RESOLVE_MS);
 	fi_param_define(&ffi_prov, "conn_timeout_ms", FI_PARAM_INT,
 			"how long an RDM operation waits for its peer's connection reply before it "
 			"completes FI_ETIMEDOUT (default %d)", FFI_CONN_TIMEOUT_MS);

@@ -49,7 +49,7 @@ static ssize_t rjob_post(struct ffi_ep *ep, bool write, void *buf, size_t len, v
 	}
 	j->context = context;
 	j->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	j->comp = !(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+	j->comp = ffi_tx_comp(ep, flags);
 	j->write = write;
 	j->imm = write && (flags & FI_REMOTE_CQ_DATA);
 	j->imm_data = (uint32_t)data;
@@ -132,6 +132,7 @@ void ffi_rjob_pump(struct ffi_ep *ep)
 
 			ffi_cq_push(ep->tx_cq, &e);
 		}
+		ffi_count(ep, j->cq_flags, j->err != 0);
 		if (j->mr)
 			falcon_dereg_mr(j->mr);
 		TAILQ_REMOVE(&ep->rjobs, j, link);
@@ -139,7 +140,7 @@ void ffi_rjob_pump(struct ffi_ep *ep)
 	}
 }
 
-static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
+static ssize_t rma_post_unlocked(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
 			fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data, uint64_t flags,
 			void *context)
 {
@@ -151,7 +152,9 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 		return -FI_EOPBADSTATE;
 	if (!(ep->caps & FI_RMA) || ep->type != FI_EP_RDM)
 		return -FI_EOPNOTSUPP;
-	if (len > ffi_msg_max(&ep->dom->dev))
+	if (len && !buf)
+		return -FI_EINVAL;
+	if (len > ffi_msg_max(&ep->dom->dev) || ((flags & FI_INJECT) && len > FFI_INJECT_RDM))
 		return -FI_EMSGSIZE;
 	if (key > UINT32_MAX)
 		return -FI_EKEYREJECTED;
@@ -164,16 +167,15 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 	op->kind = FFI_K_RMA;
 	op->context = context;
 	op->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	op->comp = !(flags & FI_INJECT) &&
-		   (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+	op->comp = ffi_tx_comp(ep, flags);
 	if (desc) {
 		const struct ffi_mr *mr = desc;
 
 		op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)buf, (uint32_t)len, mr->fmr->lkey };
 	} else {
-		if (write)
+		if (write && len)
 			memcpy(slot, buf, len);
-		else {
+		else if (!write) {
 			op->result = buf;
 			op->result_len = len;
 		}
@@ -192,6 +194,20 @@ static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, vo
 	return r;
 }
 
+/* rma_post under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t rma_post(struct ffi_ep *ep, bool write, void *buf, size_t len, void *desc,
+			fi_addr_t peer, uint64_t addr, uint64_t key, uint64_t data, uint64_t flags,
+			void *context)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = rma_post_unlocked(ep, write, buf, len, desc, peer, addr, key, data, flags, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
 /* A READ, WRITE or atomic completed successfully: results into place, the completion. */
 void ffi_rma_complete(struct ffi_ep *ep, struct ffi_op *op)
 {
@@ -203,6 +219,7 @@ void ffi_rma_complete(struct ffi_ep *ep, struct ffi_op *op)
 
 		ffi_cq_push(ep->tx_cq, &e);
 	}
+	ffi_count(ep, op->cq_flags, false);
 	ffi_op_put(ep, op);
 }
 
@@ -216,19 +233,26 @@ static ssize_t rma_read(struct fid_ep *fep, void *buf, size_t len, void *desc, f
 static ssize_t rma_readv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t src, uint64_t addr, uint64_t key, void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL;
 	return rma_post(EP(fep), false, iov[0].iov_base, iov[0].iov_len, desc ? desc[0] : NULL, src,
 			addr, key, 0, EP(fep)->tx_op_flags, context);
 }
 
+/* one local buffer, one remote one (rma_iov_limit 1), both there */
+static bool rma_msg_ok(const struct fi_msg_rma *msg)
+{
+	return msg && msg->iov_count == 1 && msg->rma_iov_count == 1 && msg->msg_iov &&
+	       msg->rma_iov;
+}
+
 static ssize_t rma_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1)
+	if (!rma_msg_ok(msg))
 		return -FI_EINVAL;
 	return rma_post(EP(fep), false, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len,
 			msg->desc ? msg->desc[0] : NULL, msg->addr, msg->rma_iov[0].addr,
-			msg->rma_iov[0].key, 0, flags, msg->context);
+			msg->rma_iov[0].key, 0, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t rma_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -241,7 +265,7 @@ static ssize_t rma_write(struct fid_ep *fep, const void *buf, size_t len, void *
 static ssize_t rma_writev(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			  fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL;
 	return rma_post(EP(fep), true, iov[0].iov_base, iov[0].iov_len, desc ? desc[0] : NULL, dest,
 			addr, key, 0, EP(fep)->tx_op_flags, context);
@@ -249,17 +273,18 @@ static ssize_t rma_writev(struct fid_ep *fep, const struct iovec *iov, void **de
 
 static ssize_t rma_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1)
+	if (!rma_msg_ok(msg))
 		return -FI_EINVAL;
 	return rma_post(EP(fep), true, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len,
 			msg->desc ? msg->desc[0] : NULL, msg->addr, msg->rma_iov[0].addr,
-			msg->rma_iov[0].key, msg->data, flags, msg->context);
+			msg->rma_iov[0].key, msg->data, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t rma_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
 			  uint64_t addr, uint64_t key)
 {
-	return rma_post(EP(fep), true, (void *)buf, len, NULL, dest, addr, key, 0, FI_INJECT, NULL);
+	return rma_post(EP(fep), true, (void *)buf, len, NULL, dest, addr, key, 0,
+			FI_INJECT | FFI_NO_COMPLETION, NULL);
 }
 
 static ssize_t rma_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -273,7 +298,7 @@ static ssize_t rma_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 			      fi_addr_t dest, uint64_t addr, uint64_t key)
 {
 	return rma_post(EP(fep), true, (void *)buf, len, NULL, dest, addr, key, data,
-			FI_INJECT | FI_REMOTE_CQ_DATA, NULL);
+			FI_INJECT | FFI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL);
 }
 
 struct fi_ops_rma ffi_rma_ops = {
@@ -291,11 +316,11 @@ struct fi_ops_rma ffi_rma_ops = {
 
 /* ---- atomics ---- */
 
-enum { AT_WRITE, AT_FETCH, AT_COMPARE };
+enum { AT_WRITE = FFI_AT_WRITE, AT_FETCH = FFI_AT_FETCH, AT_COMPARE = FFI_AT_COMPARE };
 
 /* One 64-bit atomic: operand *buf, compare operand *cmp (AT_COMPARE), old value into
  * *result (AT_FETCH, AT_COMPARE). */
-static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t count,
+static ssize_t atomic_post_unlocked(struct ffi_ep *ep, int kind, const void *buf, size_t count,
 			   const void *cmp, void *result, fi_addr_t dest, uint64_t addr,
 			   uint64_t key, enum fi_datatype dt, enum fi_op aop, uint64_t flags,
 			   void *context)
@@ -312,10 +337,15 @@ static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	r = ffi_query_atomic(&ep->dom->domain, dt, aop, NULL, qflags[kind]);
 	if (r)
 		return r;
-	if (count != 1)
+	if (!count || (!buf && aop != FI_ATOMIC_READ) || (kind != AT_WRITE && !result) ||
+	    (kind == AT_COMPARE && !cmp))
 		return -FI_EINVAL;
 	if (key > UINT32_MAX)
 		return -FI_EKEYREJECTED;
+	if (!ffi_atomic_native(dt, aop, kind, count) || ep->dom->dev.atomic_cap == FALCON_ATOMIC_NONE ||
+	    ep->dom->dev.atomic_size != 8)
+		return ffi_atomic_emulate(ep, kind, buf, count, cmp, result, dest, addr, key, dt, aop,
+					  flags, context);
 	if (buf)
 		memcpy(&operand, buf, sizeof(operand));
 	if (cmp)
@@ -326,8 +356,7 @@ static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	op->kind = FFI_K_RMA;
 	op->context = context;
 	op->cq_flags = FI_ATOMIC | (kind == AT_WRITE ? FI_WRITE : FI_READ);
-	op->comp = !(flags & FI_INJECT) &&
-		   (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION));
+	op->comp = ffi_tx_comp(ep, flags);
 	op->result = kind == AT_WRITE ? NULL : result;
 	op->result_len = sizeof(uint64_t);
 	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)ffi_op_slot(ep, op), sizeof(uint64_t),
@@ -371,6 +400,21 @@ static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	return r;
 }
 
+/* atomic_post under the domain's lock (FI_THREAD_SAFE) */
+static ssize_t atomic_post(struct ffi_ep *ep, int kind, const void *buf, size_t count,
+			   const void *cmp, void *result, fi_addr_t dest, uint64_t addr,
+			   uint64_t key, enum fi_datatype dt, enum fi_op aop, uint64_t flags,
+			   void *context)
+{
+	struct ffi_domain *d_ = ep->dom;
+	ssize_t r_;
+
+	ffi_lock(d_);
+	r_ = atomic_post_unlocked(ep, kind, buf, count, cmp, result, dest, addr, key, dt, aop, flags, context);
+	ffi_unlock(d_);
+	return r_;
+}
+
 static ssize_t at_write(struct fid_ep *fep, const void *buf, size_t count, void *desc,
 			fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
 			enum fi_op aop, void *context)
@@ -384,26 +428,32 @@ static ssize_t at_writev(struct fid_ep *fep, const struct fi_ioc *iov, void **de
 			 fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype dt,
 			 enum fi_op aop, void *context)
 {
-	if (count != 1)
+	if (count != 1 || !iov)
 		return -FI_EINVAL;
 	return at_write(fep, iov[0].addr, iov[0].count, desc ? desc[0] : NULL, dest, addr, key, dt,
 			aop, context);
 }
 
+static bool at_msg_ok(const struct fi_msg_atomic *msg)
+{
+	return msg && msg->iov_count == 1 && msg->rma_iov_count == 1 && msg->msg_iov &&
+	       msg->rma_iov;
+}
+
 static ssize_t at_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg, uint64_t flags)
 {
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1)
+	if (!at_msg_ok(msg))
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_WRITE, msg->msg_iov[0].addr, msg->msg_iov[0].count, NULL,
 			   NULL, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
-			   msg->datatype, msg->op, flags, msg->context);
+			   msg->datatype, msg->op, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t at_inject(struct fid_ep *fep, const void *buf, size_t count, fi_addr_t dest,
 			 uint64_t addr, uint64_t key, enum fi_datatype dt, enum fi_op aop)
 {
 	return atomic_post(EP(fep), AT_WRITE, buf, count, NULL, NULL, dest, addr, key, dt, aop,
-			   FI_INJECT, NULL);
+			   FI_INJECT | FFI_NO_COMPLETION, NULL);
 }
 
 static ssize_t at_readwrite(struct fid_ep *fep, const void *buf, size_t count, void *desc,
@@ -423,7 +473,7 @@ static ssize_t at_readwritev(struct fid_ep *fep, const struct fi_ioc *iov, void 
 {
 	(void)desc;
 	(void)result_desc;
-	if (count != 1 || result_count != 1)
+	if (count != 1 || result_count != 1 || !iov || !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_FETCH, iov[0].addr, iov[0].count, NULL, resultv[0].addr,
 			   dest, addr, key, dt, aop, EP(fep)->tx_op_flags, context);
@@ -434,11 +484,11 @@ static ssize_t at_readwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *m
 			       uint64_t flags)
 {
 	(void)result_desc;
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1 || result_count != 1)
+	if (!at_msg_ok(msg) || result_count != 1 || !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_FETCH, msg->msg_iov[0].addr, msg->msg_iov[0].count, NULL,
 			   resultv[0].addr, msg->addr, msg->rma_iov[0].addr, msg->rma_iov[0].key,
-			   msg->datatype, msg->op, flags, msg->context);
+			   msg->datatype, msg->op, flags & ~FFI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t at_compwrite(struct fid_ep *fep, const void *buf, size_t count, void *desc,
@@ -462,7 +512,8 @@ static ssize_t at_compwritev(struct fid_ep *fep, const struct fi_ioc *iov, void 
 	(void)desc;
 	(void)compare_desc;
 	(void)result_desc;
-	if (count != 1 || compare_count != 1 || result_count != 1)
+	if (count != 1 || compare_count != 1 || result_count != 1 || !iov || !comparev ||
+	    !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_COMPARE, iov[0].addr, iov[0].count, comparev[0].addr,
 			   resultv[0].addr, dest, addr, key, dt, aop, EP(fep)->tx_op_flags, context);
@@ -475,12 +526,12 @@ static ssize_t at_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *m
 {
 	(void)compare_desc;
 	(void)result_desc;
-	if (msg->iov_count != 1 || msg->rma_iov_count != 1 || compare_count != 1 ||
-	    result_count != 1)
+	if (!at_msg_ok(msg) || compare_count != 1 || result_count != 1 || !comparev || !resultv)
 		return -FI_EINVAL;
 	return atomic_post(EP(fep), AT_COMPARE, msg->msg_iov[0].addr, msg->msg_iov[0].count,
 			   comparev[0].addr, resultv[0].addr, msg->addr, msg->rma_iov[0].addr,
-			   msg->rma_iov[0].key, msg->datatype, msg->op, flags, msg->context);
+			   msg->rma_iov[0].key, msg->datatype, msg->op, flags & ~FFI_NO_COMPLETION,
+			   msg->context);
 }
 
 static int valid(struct fid_ep *fep, enum fi_datatype dt, enum fi_op aop, size_t *count,

@@ -572,6 +572,28 @@ API int falcon_query_device(struct falcon_context *ctx, struct falcon_device_att
 	return 0;
 }
 
+API int falcon_query_addr(struct falcon_context *ctx, char *addr, size_t len, uint16_t *cm_port,
+			  uint16_t *data_port)
+{
+	struct fc_api_addr_rep rep;
+	int rc;
+
+	if (!ctx || !addr || !len)
+		return fail(-EINVAL);
+	rc = rpc(ctx, FC_API_QUERY_ADDR, NULL, 0, -1, &rep, sizeof(rep), NULL, 0);
+	if (rc)
+		return fail(rc == -EINVAL ? -EOPNOTSUPP : rc); /* an older daemon's answer */
+	rep.addr[sizeof(rep.addr) - 1] = 0;
+	if (strlen(rep.addr) >= len)
+		return fail(-ENAMETOOLONG);
+	strcpy(addr, rep.addr);
+	if (cm_port)
+		*cm_port = rep.cm_port;
+	if (data_port)
+		*data_port = rep.data_port;
+	return 0;
+}
+
 /* ---- PD, buffers, MR ---- */
 
 API struct falcon_pd *falcon_alloc_pd(struct falcon_context *ctx)

@@ -78,6 +78,7 @@ enum fc_api_type {
 	FC_API_CLOSE_XRCD,
 	FC_API_QUERY_DEVICE,   /* the daemon's limits (struct fc_api_device_rep) */
 	FC_API_CREATE_AH_SRC,  /* as CREATE_AH, the peer named by a UD completion */
+	FC_API_QUERY_ADDR,     /* the daemon's own address and ports (struct fc_api_addr_rep) */
 	FC_API_TYPE_END
 };
 
@@ -299,6 +300,16 @@ _Static_assert(sizeof(struct fc_api_create_srq_rep) == 16, "create_srq reply");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
 _Static_assert(sizeof(struct fc_api_device_rep) == 112, "device reply");
 
+/* QUERY_ADDR (no body): where the daemon listens, as its --listen, --port, --cm-port say
+ * (falcon_query_addr). A daemon that predates it answers -EINVAL. */
+struct fc_api_addr_rep {
+	char addr[64];             /* the listen address literal, NUL-terminated */
+	uint16_t data_port;
+	uint16_t cm_port;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct fc_api_addr_rep) == 72, "address reply");
+
 /* Body size of a request of type t (0 for an unknown type). */
 static inline uint32_t fc_api_req_body(uint16_t t)
 {
@@ -316,6 +327,7 @@ static inline uint32_t fc_api_req_body(uint16_t t)
 	case FC_API_CLOSE_XRCD: return sizeof(struct fc_api_handle);
 	case FC_API_OPEN_XRCD: return 0;
 	case FC_API_QUERY_DEVICE: return 0;
+	case FC_API_QUERY_ADDR: return 0;
 	case FC_API_CREATE_QP: return sizeof(struct fc_api_qp_attr);
 	case FC_API_MODIFY_QP: return sizeof(struct fc_api_modify_qp);
 	case FC_API_CREATE_AH: return sizeof(struct fc_api_create_ah);

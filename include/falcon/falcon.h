@@ -146,6 +146,16 @@ struct falcon_device_attr {
  * field), -EOPNOTSUPP (a daemon that predates the request), -ENOTCONN (daemon gone). */
 int falcon_query_device(struct falcon_context *ctx, struct falcon_device_attr *attr);
 
+/* Where the daemon ctx talks to listens, as its --listen, --cm-port and --port say: the
+ * address literal (IPv4 or IPv6, "0.0.0.0" / "::" for every address) into addr (len
+ * bytes with the NUL), its connection-manager port into *cm_port and its data port into
+ * *data_port (either may be NULL). What a peer's falcon_connect names as host is
+ * "addr:cm_port" (the libibverbs library makes its GID of it). 0, or -EINVAL (NULL, len
+ * 0), -ENAMETOOLONG (len too small), -EOPNOTSUPP (a daemon that predates the request),
+ * -ENOTCONN (daemon gone). */
+int falcon_query_addr(struct falcon_context *ctx, char *addr, size_t len, uint16_t *cm_port,
+		      uint16_t *data_port);
+
 /* ---- protection domains and memory ---- */
 
 struct falcon_pd *falcon_alloc_pd(struct falcon_context *ctx);

@@ -6,7 +6,13 @@
 #                lists an RDM endpoint with FI_MSG, FI_TAGGED, FI_RMA, FI_ATOMIC and a DGRAM
 #                endpoint with FI_MSG, and no MSG endpoint; their limits are falcond's
 #   capabilities the C programs of tests/fabric (tagged, RMA, atomics, CQ data, errors,
-#                DGRAM)
+#                DGRAM, bad input, completion flags and fi_getinfo's hints: fi_contract,
+#                a window of rendezvous both ways: fi_rndv_window, a directed receive of a
+#                message that came before its sender was inserted: fi_unexp_src, counters:
+#                fi_cntr, FI_MULTI_RECV: fi_multi_recv)
+#   in-band      fi_inband: a server named by node and service (FI_SOURCE), a client that
+#                inserts the info's dest_addr and sends its name in a message (provider
+#                and FI_SOCKADDR_IN addresses)
 #   fi_pingpong  -e rdm (msg and tagged) 8 B .. 64 KiB and 1 MiB (rendezvous: a tenth of the
 #                round trips) and -e dgram 8 B .. 1 KiB, data
 #                checked (-c), server in one namespace, client in the other; beside them,
@@ -108,10 +114,35 @@ else
 fi
 
 # ---- the capability programs ----
-for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram; do
+for t in fi_tagged fi_rma fi_atomic fi_cqdata fi_dgram fi_contract fi_rndv_window fi_unexp_src fi_cntr \
+	fi_multi_recv; do
 	# shellcheck disable=SC2046
 	e2e_check "provider capability: $t" env $(fenv a) timeout 300 "$BUILD/tests/fabric/$t" \
 		"$TD_SOCK_A" "$TD_CM_A" "$TD_SOCK_B" "$TD_CM_B"
+done
+
+# ---- addresses exchanged in-band (fi_inband): server in A named by its service, client in
+# B from node and service, in the provider's format and as FI_SOCKADDR_IN ----
+IB_PORT=$(( TD_BASE + 5 ))
+for fmt in falcon sockaddr; do
+	# shellcheck disable=SC2046
+	ip netns exec "$NP_NS_A" env $(fenv a) timeout 60 "$BUILD/tests/fabric/fi_inband" server "$IB_PORT" \
+		"$fmt" >"$TMP/ib.s" 2>&1 &
+	ibs=$!
+	sleep 0.3
+	# shellcheck disable=SC2046
+	ip netns exec "$NP_NS_B" env $(fenv b) timeout 60 "$BUILD/tests/fabric/fi_inband" client \
+		"$NP_ADDR_A" "$IB_PORT" "$fmt" >"$TMP/ib.c" 2>&1
+	ibc=$?
+	wait $ibs
+	ibr=$?
+	if [ $ibc = 0 ] && [ $ibr = 0 ]; then
+		e2e_ok "in-band address exchange ($fmt addresses)"
+	else
+		cat "$TMP/ib.s" "$TMP/ib.c"
+		e2e_fail "in-band address exchange ($fmt addresses)"
+	fi
+	IB_PORT=$(( IB_PORT + 1 ))
 done
 
 # ---- fi_pingpong between the namespaces ----
