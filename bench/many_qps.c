@@ -359,6 +359,7 @@ int main(int argc, char **argv)
 	}
 	fflush(stdout);
 	falcon_close(ctx);
+	free(qp);
 	close(down[1]);
 	waitpid(child, &status, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
