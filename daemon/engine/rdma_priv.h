@@ -189,6 +189,8 @@ struct conn {
 	struct dans *dq;           /* FIFO of answers waiting for room, dq_cap <= the txn
 				    * target table (one per accepted pull at most) */
 	uint32_t dq_cap, dq_head, dq_count, dq_reserved;
+	uint32_t dq_prev, dq_next; /* on the layer's list of connections with kept answers */
+	uint8_t dq_listed;
 	uint8_t used, ordered, dead, mn, retrying;
 	uint32_t nref;             /* QPs, AHs, WRs and transactions using it */
 	struct qp *qp;             /* its RC / XRC QP */
@@ -223,6 +225,9 @@ struct fc_rdma {
 	uint32_t pend_used;
 	uint32_t pend_reserved;    /* pulls being answered: each may need a pend slot */
 	uint32_t dq_total;         /* answers kept in the connections' dq */
+	uint32_t dq_first, dq_last; /* connections with kept answers, in the order they got
+				     * their first (indexes of conn, NONE): rdma_run_deferred
+				     * visits those, not every connection */
 	uint8_t running_deferred;
 	uint32_t rec_gen;
 	uint8_t *pkt;              /* a request being built */
@@ -345,6 +350,8 @@ static inline int is_send_op(uint8_t op) { return op <= FC_RDMA_WR_SEND_INV; }
 
 /* rdma_layer.c */
 void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num, uint64_t user);
+void rdma_dq_list(struct fc_rdma *d, struct conn *c);
+void rdma_dq_unlist(struct fc_rdma *d, struct conn *c);
 
 /* rdma_queue.c */
 void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, struct qp *q);
