@@ -231,7 +231,7 @@ all: $(FALCON_DUMP) $(BUILD)/tests/e2e/dissector_load
 # ---------------------------------------------------------------------------
 # top-level targets
 # ---------------------------------------------------------------------------
-.PHONY: demo deps-build deb-deps e2e-bigmsg e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-compare-selftest bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
+.PHONY: bench-qps demo deps-build deb-deps e2e-bigmsg e2e-chaos e2e-chaos-xdp e2e-overload bench-compare bench-compare-selftest bench-psp bench-netns bench-deps all deps test test-unit test-bpf fuzz fuzz-smoke memcheck soak soak-ci bench-sim bench-engine clean
 
 all: $(ENGINE_LIB) $(NODE_LIB) $(DAEMON_ALL) $(FABRIC_ALL) $(BPF_OBJS) $(BPF_SKELS) $(UNIT_BINS) $(BPFTEST_BINS) $(SIM_BINS) $(BENCH_BINS)
 
@@ -268,7 +268,7 @@ test: deps
 		tests/e2e/test_overload.sh tests/e2e/test_stall.sh tests/e2e/test_poll.sh \
 		tests/e2e/test_api_contract.sh tests/e2e/test_bigmsg.sh tests/e2e/test_errors.sh \
 		tests/e2e/test_install.sh tests/e2e/test_cli.sh tests/e2e/test_metrics.sh \
-		tests/e2e/test_verbs.sh \
+		tests/e2e/test_scale.sh tests/e2e/test_verbs.sh \
 		--suite bench tests/bench/test_compare.sh \
 		$(if $(filter 1,$(SAN)),,--suite memcheck --wrap "env FALCON_TEST_QUICK=1 valgrind -q --suppressions=tests/valgrind.supp --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" $(UNIT_BINS)) \
 		--suite fuzz --fuzz $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
@@ -314,6 +314,15 @@ memcheck: all
 bench-engine: $(BUILD)/bench/engine_bench
 	$(BUILD)/bench/engine_bench
 	$(if $(filter 1,$(INSTR)),bench/instr.sh $(BUILD)/bench/engine_bench)
+
+# Many RC QPs between two falcond on 127.0.0.1 (no root; bench/many_qps.sh): BENCH_QPS_N
+# (10,000) QPs, setup time and each daemon's resident memory per QP, 8 B WRITEs round
+# robin over all of them at depth 64 against one QP in the same run; then 65,536 QPs
+# (the most a daemon holds) set up and their memory (BENCH_QPS_MAX=0 skips it).
+BENCH_QPS_N ?= 10000
+BENCH_QPS_MAX ?= 65536
+bench-qps: $(FALCOND) $(FALCONCTL) $(MANY_QPS)
+	@BUILD=$(BUILD) BENCH_QPS_N=$(BENCH_QPS_N) BENCH_QPS_MAX=$(BENCH_QPS_MAX) bench/many_qps.sh
 
 # The encapsulation's cost per packet: PSP seal and open per cipher beside the NULL
 # encapsulation, at 64 B, 1 KiB and 4 KiB (bench/psp_bench.c).

@@ -8,6 +8,7 @@
  *
  *   engine_bench             the table (make bench-engine)
  *   engine_bench --quick     a short run of every case, up to 1,024 connections (smoke)
+ *   engine_bench --rr        the round-robin table alone (8 B WRITEs spread over N QPs)
  *   engine_bench --instr OP N   N operations of case OP only and nothing else printed, for
  *                            valgrind --tool=callgrind (bench/instr.sh: instructions per
  *                            operation per side = (Ir(N) - Ir(0)) / N / 2)
@@ -72,7 +73,7 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-static void pair_init(struct pair *p, uint32_t max_conns)
+static void pair_init_qps(struct pair *p, uint32_t max_conns, uint32_t max_qps)
 {
 	memset(p, 0, sizeof(*p));
 	for (int x = 0; x < 2; x++) {
@@ -87,11 +88,16 @@ static void pair_init(struct pair *p, uint32_t max_conns)
 		nc.io_ctx = &p->io[x];
 		nc.txn.max_conns = max_conns;
 		nc.rdma.max_conns = max_conns;
-		nc.rdma.max_qps = 64;
+		nc.rdma.max_qps = max_qps;
 		nc.max_peers = 2;
 		if ((rc = np_host_init(&p->h[x], &nc, MEM_BYTES, IOVA, 4096, &pa, 7u + (uint32_t)x)))
 			die("node", rc);
 	}
+}
+
+static void pair_init(struct pair *p, uint32_t max_conns)
+{
+	pair_init_qps(p, max_conns, 64);
 }
 
 static void pair_fini(struct pair *p)
@@ -299,6 +305,92 @@ static uint64_t ops_for(const struct bcase *c, int quick)
 	return quick ? n / 50 : n;
 }
 
+/* 8 B WRITEs, depth 64 in all, each new one to the next of n QPs (each on a connection
+ * of its own, send queue 4, 4 in flight; one QP: 128 of each): what a daemon's engine
+ * does for falcon's many_qps benchmark, without sockets or clients. Returns ops/s. */
+static double rr_case(uint32_t n, uint64_t ops, double max_secs)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+	uint32_t (*qpn)[2] = calloc(n, sizeof(*qpn));
+	struct fc_txn_conn_cfg cc;
+	struct fc_rdma_qp_init qi;
+	struct fc_rdma_wc wc[64];
+	uint64_t posted = 0, done = 0, t0, skipped = 0;
+	uint32_t next = 0, out = 0;
+	struct fc_rdma *d;
+	int k;
+
+	if (!p || !qpn)
+		die("rr", ENOMEM);
+	pair_init_qps(p, n < 64 ? 64 : n, n < 64 ? 64 : n);
+	conn_cfg(&cc);
+	fc_rdma_qp_init_default(&qi);
+	qi.sq_depth = qi.max_inflight = n == 1 ? 128 : 4;
+	qi.rq_depth = 1;
+	qi.max_send_sge = qi.max_recv_sge = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		struct fc_txn *conn[2];
+		int rc = np_connect_rc(&p->h[0], &p->h[1], &cc, &qi, conn, qpn[i]);
+
+		if (rc)
+			die("rr connect", rc);
+	}
+	d = fc_node_rdma(p->h[0].n);
+	t0 = now_ns();
+	while (done < posted || posted < ops) {
+		uint64_t now = now_ns();
+
+		if (posted < ops && (double)(now - t0) / 1e9 > max_secs)
+			ops = posted;
+		while (out < 64 && posted < ops) {
+			struct fc_sge sge = { .addr = IOVA, .len = 8, .lkey = p->h[0].k.lkey };
+			struct fc_rdma_send_wr wr = { .wr_id = posted, .num_sge = 1, .sgl = &sge,
+						      .opcode = FC_RDMA_WR_WRITE,
+						      .rkey = p->h[1].k.rkey,
+						      .remote_addr = IOVA + MEM_BYTES / 2 };
+			int rc = fc_rdma_post_send(d, qpn[next][0], &wr, now);
+
+			next = next + 1 == n ? 0 : next + 1;
+			if (rc == -EAGAIN && ++skipped < 100000000)
+				continue; /* that QP's queue is full: the next one */
+			if (rc)
+				die("rr post_send", rc);
+			out++;
+			posted++;
+		}
+		pump(p, now);
+		while ((k = fc_rdma_poll_cq(d, p->h[0].scq, wc, 64)) > 0) {
+			out -= (uint32_t)k;
+			done += (uint64_t)k;
+		}
+		if (k < 0)
+			die("rr poll_cq", k);
+	}
+	double rate = (double)done / ((double)(now_ns() - t0) / 1e9);
+
+	pair_fini(p);
+	free(qpn);
+	free(p);
+	return rate;
+}
+
+static void rr_table(int quick)
+{
+	static const uint32_t nrr[] = { 1, 1000, 10000 };
+	double rr1 = 0;
+
+	printf("\n8 B WRITE, depth 64 in all, round robin over N QPs (each its own connection;\n"
+	       "every new WR to the next QP)\n");
+	printf("%-8s %12s %10s %9s\n", "N", "ops/s", "ns/op/side", "cost/N=1");
+	for (size_t i = 0; i < sizeof(nrr) / sizeof(nrr[0]); i++) {
+		double r = rr_case(nrr[i], quick ? 20000 : 400000, quick ? 0.3 : 3);
+
+		if (!i)
+			rr1 = r;
+		printf("%-8u %12.0f %10.0f %8.2fx\n", nrr[i], r, 1e9 / r / 2, rr1 / r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -308,6 +400,11 @@ int main(int argc, char **argv)
 
 	if (!p)
 		die("pair", ENOMEM);
+	if (argc > 1 && !strcmp(argv[1], "--rr")) { /* the round-robin table alone */
+		rr_table(0);
+		free(p);
+		return 0;
+	}
 	if (argc > 3 && !strcmp(argv[1], "--instr")) {
 		/* callgrind mode: case index, operation count; nothing printed */
 		unsigned ci = (unsigned)atoi(argv[2]);
@@ -371,6 +468,7 @@ int main(int argc, char **argv)
 		printf("\n");
 		pair_fini(p);
 	}
+	rr_table(quick);
 	free(p);
 	return 0;
 }

@@ -177,9 +177,11 @@ static const struct col client_cols[] = {
 	"                         +COLUMNS: the default ones and these"
 
 static const struct cmd cmds[] = {
-	{ "status", NULL, "", 0, 0, "the daemon: version, addresses, modes, clients",
+	{ "status", NULL, "", 0, 0, "the daemon: version, addresses, modes, clients, limits",
 	  "security is psp or none, cc swift or off, rue thread or inline; io udp or xdp\n"
-	  "(xdp_not_used says why not, under --io auto).", NULL, NULL, run_daemon },
+	  "(xdp_not_used says why not, under --io auto). limits: each table's size\n"
+	  "(max_qps ..., falcond's --max-* options) beside what is in use (qps ...), and\n"
+	  "the quotas of one client (client_max_*).", NULL, NULL, run_daemon },
 	{ "peer", "list", "", 0, 0, "peer daemons seen by the connection manager", NULL,
 	  O_COLUMNS, peer_cols, run_daemon },
 	{ "conn", "list", "", 0, 0, "Falcon connections: state, CIDs, RTT, windows, bytes",

@@ -428,6 +428,7 @@ static size_t run(struct fd_admin *ad, const char *cmd)
 		fd_json_kstr(&j, "sched", fd_sched_name(&d->cfg));
 		fd_json_kv(&j, "mlock", "%s", d->cfg.mlock || d->cfg.sched_policy != SCHED_OTHER ?
 			   "true" : "false");
+		fd_api_json_limits(d->api, &j);
 		fd_json_close(&j, '}');
 	} else if (n >= 2 && !strcmp(a, "peer") && !strcmp(b, "list")) {
 		return fd_cm_json_peers(d->cm, ad->out, ADMIN_OUT_MAX);

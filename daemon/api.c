@@ -47,7 +47,18 @@
 #include "falcond.h"
 #include "log.h"
 
-#define OBJS_PER_CLIENT 1024u
+/* A handle is slot | generation << OBJ_SLOT_BITS in the client's table, which grows by
+ * chunks up to its quota (--client-max-objects <= FD_CLIENT_OBJS_MAX slots): memory by
+ * use, and an object never moves (the CM's callbacks hold pointers to them). */
+#define OBJ_SLOT_BITS 18u
+#define OBJ_SLOT_MASK ((1u << OBJ_SLOT_BITS) - 1u)
+#define OBJ_GEN_MASK ((1u << (32u - OBJ_SLOT_BITS)) - 1u)
+#define OBJ_CHUNK 256u
+#define OBJ_NONE UINT32_MAX
+_Static_assert(FD_CLIENT_OBJS_MAX == 1u << OBJ_SLOT_BITS, "handle slot bits");
+#define REFUSE_LOG_NS 1000000000ull /* refusals of a limit: one log line a second */
+#define ARENA_CLASSES 11u     /* arena blocks of 1 .. 1024 units (1 KiB .. 1 MiB) */
+#define RING_ALIGN 64u        /* a QP's receive ring follows its send ring at this */
 #define RING_ENTRIES_MAX 4096u  /* send / receive rings */
 #define CQ_ENTRIES_MAX 65536u   /* completion rings */
 #define INFLIGHT_MAX 65536u     /* transactions in flight per QP (fc_rdma_qp_init's bound) */
@@ -79,10 +90,14 @@ struct client;
 struct obj {
 	uint8_t type;
 	uint8_t refs_broken;    /* SRQ: its ring broke (logged once) */
-	uint16_t gen;
+	uint16_t gen;           /* OBJ_GEN_MASK bits */
 	uint32_t refs;          /* PD: MRs + QPs + SRQs; CQ, SRQ: QPs */
+	uint32_t slot;          /* its index in the client's table */
+	uint8_t swept;          /* on its client's sweep list */
 	struct client *c;
+	struct obj *snext, *sprev; /* the sweep list (fd_api_prepare) */
 	union {
+		uint32_t free_next; /* OBJ_FREE: the next free slot */
 		struct { uint32_t pd; } pd;
 		struct {
 			uint32_t pd_h, lkey;
@@ -127,6 +142,9 @@ struct obj {
 			void *rings;
 			size_t bytes, rq_off;
 			int rings_fd;
+			uint32_t arena_unit; /* rings in the client's arena from this unit (0:
+					      * a memfd of their own) */
+			uint8_t arena_class; /* the block: 2^arena_class units */
 			uint32_t seq;   /* the CONNECT / ACCEPT waiting for its reply */
 			uint16_t req_type;
 		} qp;
@@ -147,9 +165,23 @@ struct client {
 	uint32_t id;
 	int hello;
 	uint32_t hiwat;         /* slots used so far: loops stop here */
+	uint32_t free_head;     /* released slots below hiwat (OBJ_NONE: none) */
+	uint32_t nobj[OBJ_TYPES]; /* objects held, by type (OBJ_FREE: all) */
+	struct obj **chunk;     /* OBJ_CHUNK objects each, allocated as hiwat reaches them */
+	/* Objects fd_api_prepare looks into each time round: CQs, SRQs, QPs with rings of
+	 * their own, and QPs in the arena whose rings still hold WRs (or that are not ready
+	 * for them yet). The arena's other QPs are looked into when their doorbell bit says
+	 * so: the work of a round is bounded by what has work, not by what exists. */
+	struct obj *sweep;
+	/* the arena (falcon/queue.h), FC_API_HELLO_ARENA */
+	void *arena;
+	uint32_t *arena_slot;   /* unit -> slot + 1 of the QP whose rings start there */
+	uint32_t arena_next;    /* units handed out so far */
+	struct {
+		uint32_t *unit, n, cap;
+	} arena_free[ARENA_CLASSES]; /* freed blocks of 2^k units */
 	uint32_t pending;       /* CONNECT / ACCEPT waiting */
 	uint64_t msgs, errors;
-	struct obj obj[OBJS_PER_CLIENT];
 };
 
 struct fd_api {
@@ -159,52 +191,292 @@ struct fd_api {
 	struct client *clients;
 	uint32_t nclients, next_id;
 	uint32_t next_xrcd;
+	uint32_t nobj[OBJ_TYPES];   /* objects of all clients, by type */
+	struct {
+		uint64_t last_ns;   /* the last refusal of this limit logged */
+		uint32_t quiet;     /* refusals not logged since */
+	} refuse[OBJ_TYPES][2];     /* [type][0: the daemon's limit, 1: a client's quota] */
 	struct {
 		uint64_t accepted, refused_full, disconnects, msgs, proto_errors, bad_requests;
 		uint64_t ring_broken, cq_wakeups, doorbells, mr_by_copy, bind_failed;
 		uint64_t ring_wrs;  /* WRs taken from the clients' rings */
+		uint64_t arena_doorbells; /* QPs looked into because their arena bit said so */
+		uint64_t arena_stray_doorbells; /* arena doorbell bits that named no QP */
 		uint64_t events, events_lost; /* async events sent; lost: event socket broken */
 	} st;
 };
 
 /* ---- helpers ---- */
 
-static struct obj *obj_get(struct client *c, uint32_t h, uint8_t type)
+static struct obj *obj_at(const struct client *c, uint32_t i)
 {
-	uint32_t i = h & 0xFFFFu;
-
-	if (i >= c->hiwat || c->obj[i].type != type || c->obj[i].gen != (h >> 16))
-		return NULL;
-	return &c->obj[i];
+	return &c->chunk[i / OBJ_CHUNK][i % OBJ_CHUNK];
 }
 
-static struct obj *obj_new(struct client *c, uint8_t type, uint32_t *h)
+static uint32_t obj_handle(const struct obj *o)
 {
-	for (uint32_t i = 0; i < OBJS_PER_CLIENT; i++) {
-		struct obj *o = &c->obj[i];
+	return o->slot | (uint32_t)o->gen << OBJ_SLOT_BITS;
+}
 
-		if (o->type != OBJ_FREE)
-			continue;
-		uint16_t gen = (uint16_t)(o->gen + 1);
+static struct obj *obj_get(struct client *c, uint32_t h, uint8_t type)
+{
+	uint32_t i = h & OBJ_SLOT_MASK;
+	struct obj *o;
 
-		memset(o, 0, sizeof(*o));
-		o->type = type;
-		o->gen = gen ? gen : 1;
-		o->c = c;
-		if (i >= c->hiwat)
-			c->hiwat = i + 1;
-		*h = i | (uint32_t)o->gen << 16;
-		return o;
+	if (i >= c->hiwat || (o = obj_at(c, i))->type != type || o->gen != (h >> OBJ_SLOT_BITS))
+		return NULL;
+	return o;
+}
+
+static void sweep_add(struct obj *o)
+{
+	struct client *c = o->c;
+
+	if (o->swept)
+		return;
+	o->sprev = NULL;
+	o->snext = c->sweep;
+	if (c->sweep)
+		c->sweep->sprev = o;
+	c->sweep = o;
+	o->swept = 1;
+}
+
+static void sweep_del(struct obj *o)
+{
+	if (!o->swept)
+		return;
+	if (o->sprev)
+		o->sprev->snext = o->snext;
+	else
+		o->c->sweep = o->snext;
+	if (o->snext)
+		o->snext->sprev = o->sprev;
+	o->snext = o->sprev = NULL;
+	o->swept = 0;
+}
+
+/* ---- the arena: blocks of 2^k units for QP rings ---- */
+
+static uint8_t arena_class_of(size_t bytes)
+{
+	uint8_t k = 0;
+
+	while (((size_t)FC_ARENA_UNIT << k) < bytes)
+		k++;
+	return k;
+}
+
+/* A block for bytes of rings: its first unit, or 0 (none: too large, the arena is used
+ * up, no memory; the QP gets a memfd of its own). A freed block of the size first, else
+ * the next one aligned to its size. */
+static uint32_t arena_alloc(struct client *c, size_t bytes, uint8_t *cls)
+{
+	uint8_t k = arena_class_of(bytes);
+	uint32_t n = 1u << k, u;
+
+	if (!c->arena || k >= ARENA_CLASSES)
+		return 0;
+	if (c->arena_free[k].n) {
+		u = c->arena_free[k].unit[--c->arena_free[k].n];
+	} else {
+		u = (c->arena_next + n - 1) & ~(n - 1);
+		if (u + n > FC_ARENA_BITS)
+			return 0;
+		c->arena_next = u + n;
 	}
-	return NULL;
+	*cls = k;
+	return u;
+}
+
+/* Give a block back: on its class's free list (a list that cannot grow keeps the block
+ * out of use, which costs address space only), its pages back to the system when it has
+ * whole ones (the client's mapping reads zeros there until it is handed out again). */
+static void arena_release(struct client *c, uint32_t u, uint8_t k)
+{
+	size_t bytes = (size_t)FC_ARENA_UNIT << k;
+	uint8_t *p = (uint8_t *)c->arena + (size_t)u * FC_ARENA_UNIT;
+
+	c->arena_slot[u] = 0;
+	if (bytes >= PAGE)
+		madvise(p, bytes, MADV_REMOVE);
+	if (c->arena_free[k].n == c->arena_free[k].cap) {
+		uint32_t cap = c->arena_free[k].cap ? 2 * c->arena_free[k].cap : 64;
+		uint32_t *v = realloc(c->arena_free[k].unit, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		c->arena_free[k].unit = v;
+		c->arena_free[k].cap = cap;
+	}
+	c->arena_free[k].unit[c->arena_free[k].n++] = u;
+}
+
+/* The arena of a client that asked for one: the memfd to send (the caller closes it), or
+ * -errno (the client then has none). */
+static int arena_open(struct client *c)
+{
+	void *map = MAP_FAILED;
+	int fd = memfd_create("falcon-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)FC_ARENA_BYTES) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	    (map = mmap(NULL, FC_ARENA_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+			fd, 0)) == MAP_FAILED ||
+	    !(c->arena_slot = calloc(FC_ARENA_BITS, sizeof(*c->arena_slot)))) {
+		int e = -errno;
+
+		if (map != MAP_FAILED)
+			munmap(map, FC_ARENA_BYTES);
+		close(fd);
+		return e;
+	}
+	fc_arena_init(map);
+	c->arena = map;
+	c->arena_next = FC_ARENA_RINGS_OFF / FC_ARENA_UNIT;
+	return fd;
+}
+
+static void arena_close(struct client *c)
+{
+	if (c->arena)
+		munmap(c->arena, FC_ARENA_BYTES);
+	free(c->arena_slot);
+	for (uint32_t k = 0; k < ARENA_CLASSES; k++)
+		free(c->arena_free[k].unit);
+	c->arena = NULL;
+}
+
+/* What each kind of object is bounded by: the daemon's table, and one client's share of
+ * it (0: only its objects quota). */
+static void obj_limits(const struct fd_cfg *cfg, uint8_t type, uint32_t *max, const char **opt,
+		       uint32_t *cmax, const char **copt)
+{
+	*cmax = 0;
+	*copt = NULL;
+	switch (type) {
+	case OBJ_QP:
+		*max = cfg->max_qps, *opt = "--max-qps";
+		*cmax = cfg->client_max_qps, *copt = "--client-max-qps";
+		return;
+	case OBJ_MR:
+		*max = cfg->max_mrs, *opt = "--max-mrs";
+		*cmax = cfg->client_max_mrs, *copt = "--client-max-mrs";
+		return;
+	case OBJ_CQ: *max = cfg->max_cqs, *opt = "--max-cqs"; return;
+	case OBJ_SRQ: *max = cfg->max_srqs, *opt = "--max-srqs"; return;
+	case OBJ_AH: *max = cfg->max_ahs, *opt = "--max-ahs"; return;
+	case OBJ_PD: *max = cfg->max_pds, *opt = "--max-pds"; return;
+	default: *max = UINT32_MAX, *opt = NULL; return;
+	}
+}
+
+/* A refusal for a limit: logged naming it, at most one line per REFUSE_LOG_NS for each
+ * limit (with the number of its refusals not logged meanwhile). whose: "the daemon" or
+ * "the client ...". */
+static void refuse_log(struct client *c, uint8_t type, int quota, const char *whose, uint32_t n,
+		       const char *opt)
+{
+	struct fd_api *a = c->a;
+	uint64_t now = fd_now_ns();
+	uint64_t *last = &a->refuse[type][quota].last_ns;
+	uint32_t *quiet = &a->refuse[type][quota].quiet;
+
+	if (*last && now - *last < REFUSE_LOG_NS) {
+		(*quiet)++;
+		return;
+	}
+	LOG_W("api: client %u (pid %d): a %s refused: %s holds %u, its limit (%s %u); %u more "
+	      "refused since the last such line", c->id, (int)c->pid, obj_name[type], whose, n,
+	      opt, n, *quiet);
+	*last = now;
+	*quiet = 0;
+}
+
+/* May c have one more object of type? 0, -ENOSPC (the daemon's table for it is full),
+ * -EDQUOT (c's own share: objects, or of that type). */
+static int obj_quota(struct client *c, uint8_t type)
+{
+	const struct fd_cfg *cfg = &c->a->d->cfg;
+	uint32_t max, cmax;
+	const char *opt, *copt;
+
+	obj_limits(cfg, type, &max, &opt, &cmax, &copt);
+	if (opt && c->a->nobj[type] >= max) {
+		refuse_log(c, type, 0, "the daemon", c->a->nobj[type], opt);
+		return -ENOSPC;
+	}
+	if (copt && cmax && c->nobj[type] >= cmax) {
+		refuse_log(c, type, 1, "the client", c->nobj[type], copt);
+		return -EDQUOT;
+	}
+	if (c->nobj[OBJ_FREE] >= cfg->client_max_objects) {
+		refuse_log(c, OBJ_FREE, 1, "the client (objects of all kinds)",
+			   c->nobj[OBJ_FREE], "--client-max-objects");
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+/* A new object of type, its handle in *h. NULL with *err: -ENOSPC, -EDQUOT (obj_quota),
+ * -ENOMEM. O(1): a released slot, else the next one. */
+static struct obj *obj_new(struct client *c, uint8_t type, uint32_t *h, int *err)
+{
+	uint32_t i;
+	struct obj *o;
+	uint16_t gen;
+
+	if ((*err = obj_quota(c, type)))
+		return NULL;
+	if (c->free_head != OBJ_NONE) {
+		i = c->free_head;
+		c->free_head = obj_at(c, i)->u.free_next;
+	} else {
+		if (c->hiwat >= c->a->d->cfg.client_max_objects) { /* obj_quota's bound */
+			*err = -EDQUOT;
+			return NULL;
+		}
+		if (!c->chunk[c->hiwat / OBJ_CHUNK] &&
+		    !(c->chunk[c->hiwat / OBJ_CHUNK] = calloc(OBJ_CHUNK, sizeof(struct obj)))) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		i = c->hiwat++;
+	}
+	o = obj_at(c, i);
+	gen = (uint16_t)((o->gen + 1) & OBJ_GEN_MASK);
+	memset(o, 0, sizeof(*o));
+	o->type = type;
+	o->gen = gen ? gen : 1;
+	o->slot = i;
+	o->c = c;
+	c->nobj[type]++;
+	c->nobj[OBJ_FREE]++;
+	c->a->nobj[type]++;
+	*h = obj_handle(o);
+	return o;
 }
 
 static void obj_put(struct obj *o)
 {
+	struct client *c = o->c;
 	uint16_t gen = o->gen;
+	uint32_t slot = o->slot;
 
+	if (o->type != OBJ_FREE) {
+		c->nobj[o->type]--;
+		c->nobj[OBJ_FREE]--;
+		c->a->nobj[o->type]--;
+	}
+	sweep_del(o);
 	memset(o, 0, sizeof(*o));
 	o->gen = gen;
+	o->slot = slot;
+	o->c = c;
+	o->u.free_next = c->free_head;
+	c->free_head = slot;
 }
 
 static int reply(struct client *c, const struct fc_api_hdr *req, int status, const void *body,
@@ -318,7 +590,9 @@ static void qp_release(struct fd_api *a, struct obj *o)
 		fd_cm_close(a->d->cm, o->u.qp.cm_id);
 	if (o->u.qp.state == QP_CONNECTING && c->pending)
 		c->pending--;
-	if (o->u.qp.rings)
+	if (o->u.qp.arena_unit)
+		arena_release(c, o->u.qp.arena_unit, o->u.qp.arena_class);
+	else if (o->u.qp.rings)
 		munmap(o->u.qp.rings, o->u.qp.bytes);
 	if (o->u.qp.rings_fd >= 0)
 		close(o->u.qp.rings_fd);
@@ -374,9 +648,9 @@ static void obj_event(struct obj *o, uint8_t bit)
 }
 
 /* The event of bit on o, as the client reads it. */
-static struct fc_api_event event_msg(const struct client *c, struct obj *o, uint8_t bit)
+static struct fc_api_event event_msg(struct obj *o, uint8_t bit)
 {
-	struct fc_api_event e = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16 };
+	struct fc_api_event e = { .handle = obj_handle(o) };
 
 	if (o->type == OBJ_CQ) {
 		e.type = FALCON_EVENT_CQ_ERR;
@@ -407,12 +681,12 @@ static int events_send_one(struct client *c)
 
 	for (uint32_t t = 0; t < sizeof(order) && k < FC_API_EVENTS_MAX; t++)
 		for (uint32_t i = 0; i < c->hiwat && k < FC_API_EVENTS_MAX; i++) {
-			struct obj *o = &c->obj[i];
+			struct obj *o = obj_at(c, i);
 
 			for (uint8_t b = 1; o->type == order[t] && b <= EVB_QP_LAST_WQE &&
 					    k < FC_API_EVENTS_MAX; b <<= 1)
 				if (*obj_ev(o) & b) {
-					m.e[k] = event_msg(c, o, b);
+					m.e[k] = event_msg(o, b);
 					took[k] = o;
 					bit[k++] = b;
 				}
@@ -445,8 +719,8 @@ static void events_flush(struct fd_api *a, struct client *c)
 	if (rc < 0) { /* the client's end is gone: so is the client, soon */
 		a->st.events_lost++;
 		for (uint32_t i = 0; i < c->hiwat; i++)
-			if (c->obj[i].type == OBJ_CQ || c->obj[i].type == OBJ_QP)
-				*obj_ev(&c->obj[i]) = 0;
+			if (obj_at(c, i)->type == OBJ_CQ || obj_at(c, i)->type == OBJ_QP)
+				*obj_ev(obj_at(c, i)) = 0;
 	}
 	c->ev_pending = 0;
 	ev_io_stop(a->d->loop, &c->ev_w);
@@ -508,7 +782,7 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 	/* QPs first (nothing reads rings or memory after), then what they used */
 	for (uint8_t t = OBJ_QP; t >= OBJ_PD; t--)
 		for (uint32_t i = 0; i < c->hiwat; i++) {
-			struct obj *o = &c->obj[i];
+			struct obj *o = obj_at(c, i);
 
 			if (o->type != t)
 				continue;
@@ -547,6 +821,10 @@ static void client_free(struct fd_api *a, struct client *c, const char *why)
 		}
 	a->nclients--;
 	a->st.disconnects++;
+	for (uint32_t i = 0; i < c->hiwat; i += OBJ_CHUNK)
+		free(c->chunk[i / OBJ_CHUNK]);
+	free(c->chunk);
+	arena_close(c);
 	free(c);
 	fd_kick(d);
 }
@@ -575,7 +853,7 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 		.mtu_bytes = c->a->d->cfg.mtu_bytes,
 	};
 
-	int sv[2], rc;
+	int sv[2], afd = -1, rc;
 
 	if (c->hello || nfds != 1 || m->client_version != FC_API_VERSION)
 		return reply(c, h, c->hello ? -EALREADY : nfds != 1 ? -EINVAL : -EPROTO, NULL, 0,
@@ -587,6 +865,9 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	c->ev_fd = sv[0];
 	ev_io_init(&c->ev_w, ev_writable_cb, c->ev_fd, EV_WRITE);
 	c->ev_w.data = c;
+	if ((m->flags & FC_API_HELLO_ARENA) && (afd = arena_open(c)) < 0)
+		LOG_W("api: client %u (pid %d): no arena (%s): its QPs get rings of their own",
+		      c->id, (int)c->pid, strerror(-afd));
 	c->db_fd = fds[0];
 	fds[0] = -1;
 	fcntl(c->db_fd, F_SETFL, O_NONBLOCK);
@@ -594,15 +875,22 @@ static int do_hello(struct client *c, const struct fc_api_hdr *h, const void *bo
 	c->db_w.data = c;
 	ev_io_start(c->a->d->loop, &c->db_w);
 	c->hello = 1;
-	rc = reply(c, h, 0, &rep, sizeof(rep), &sv[1], 1);
+	/* the event socket first, then the arena (api.h, FC_API_HELLO) */
+	int out[2] = { sv[1], afd };
+
+	rc = reply(c, h, 0, &rep, sizeof(rep), out, afd >= 0 ? 2 : 1);
 	close(sv[1]);
+	if (afd >= 0)
+		close(afd);
 	return rc;
 }
 
 /* QUERY_DEVICE: every limit, read from where it is enforced: the engine's tables as the
- * daemon's configuration sized them, the MR table, this file's own bounds. */
+ * daemon's configuration sized them (--max-qps ...), the MR table, the per-client quotas
+ * obj_quota enforces (--client-max-*), this file's own bounds. */
 static int do_query_device(struct client *c, const struct fc_api_hdr *h)
 {
+	const struct fd_cfg *cfg = &c->a->d->cfg;
 	struct fc_node *n = c->a->d->node;
 	const struct fc_rdma_cfg *rc = fc_rdma_get_cfg(fc_node_rdma(n));
 	const struct fc_mr_table *mrs = fc_node_mrs(n);
@@ -615,8 +903,9 @@ static int do_query_device(struct client *c, const struct fc_api_hdr *h)
 		.max_send_wrs = RING_ENTRIES_MAX, .max_recv_wrs = RING_ENTRIES_MAX,
 		.max_srq_wrs = RING_ENTRIES_MAX, .max_send_sge = FC_RING_SGE_MAX,
 		.max_recv_sge = FC_RING_SGE_MAX, .max_srq_sge = FC_RING_SGE_MAX,
-		.max_inflight = INFLIGHT_MAX, .max_objs = OBJS_PER_CLIENT,
-		.max_clients = c->a->d->cfg.max_clients,
+		.max_inflight = INFLIGHT_MAX, .max_objs = cfg->client_max_objects,
+		.max_clients = cfg->max_clients, .max_client_qps = cfg->client_max_qps,
+		.max_client_mrs = cfg->client_max_mrs,
 		.atomic_cap = FALCON_ATOMIC_HCA, .atomic_bytes = sizeof(uint64_t),
 		.flags = FALCON_DEVICE_MASKED_ATOMICS | FALCON_DEVICE_SEND_WITH_INV |
 			 FALCON_DEVICE_XRC | FALCON_DEVICE_SRQ,
@@ -638,11 +927,11 @@ static int do_query_addr(struct client *c, const struct fc_api_hdr *h)
 static int do_alloc_pd(struct client *c, const struct fc_api_hdr *h)
 {
 	struct fc_api_handle rep = { 0 };
-	struct obj *o = obj_new(c, OBJ_PD, &rep.handle);
 	int rc;
+	struct obj *o = obj_new(c, OBJ_PD, &rep.handle, &rc);
 
 	if (!o)
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((rc = fc_pd_alloc(fc_node_mrs(c->a->d->node), &o->u.pd.pd))) {
 		obj_put(o);
 		return reply(c, h, rc, NULL, 0, NULL, 0);
@@ -692,9 +981,12 @@ static int mr_register(struct client *c, const struct fc_api_hdr *h,
 		       size_t map_len, const struct fc_mr_mem_ops *ops)
 {
 	struct fc_api_reg_mr_rep rep = { 0 };
-	struct obj *o = obj_new(c, OBJ_MR, &rep.handle);
-	int rc = o ? fc_mr_reg_ext(fc_node_mrs(c->a->d->node), pd->u.pd.pd, host, m->iova,
-				   m->len, m->access, ops, c, &o->u.mr.k) : -ENOSPC;
+	int rc;
+	struct obj *o = obj_new(c, OBJ_MR, &rep.handle, &rc);
+
+	if (o)
+		rc = fc_mr_reg_ext(fc_node_mrs(c->a->d->node), pd->u.pd.pd, host, m->iova, m->len,
+				   m->access, ops, c, &o->u.mr.k);
 
 	if (rc) {
 		if (map)
@@ -786,8 +1078,8 @@ static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const voi
 	    !xrcd != !cq || m->pad)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	bytes = (fc_rdma_ring_bytes(FC_RING_RQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
-	if (!(o = obj_new(c, OBJ_SRQ, &rep.handle)))
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_SRQ, &rep.handle, &rc)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((fd = shared_mem("falcon-srq", bytes, &ring)) < 0) {
 		obj_put(o);
 		return reply(c, h, fd, NULL, 0, NULL, 0);
@@ -806,6 +1098,7 @@ static int do_create_srq(struct client *c, const struct fc_api_hdr *h, const voi
 	}
 	o->u.srq.ring = ring;
 	o->u.srq.bytes = bytes;
+	sweep_add(o);
 	o->u.srq.pd_h = m->pd;
 	o->u.srq.xrcd_h = m->xrcd;
 	o->u.srq.cq_h = m->cq;
@@ -839,9 +1132,9 @@ static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void
 	if (!pow2_ok(m->entries, CQ_ENTRIES_MAX))
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
 	bytes = (fc_rdma_ring_bytes(FC_RING_CQ, m->entries) + PAGE - 1) & ~(PAGE - 1);
-	o = obj_new(c, OBJ_CQ, &rep.handle);
+	o = obj_new(c, OBJ_CQ, &rep.handle, &rc);
 	if (!o)
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((fd = shared_mem("falcon-cq", bytes, &ring)) < 0) {
 		obj_put(o);
 		return reply(c, h, fd, NULL, 0, NULL, 0);
@@ -859,6 +1152,7 @@ static int do_create_cq(struct client *c, const struct fc_api_hdr *h, const void
 	fc_rdma_cq_set_user(d, o->u.cq.cqn, obj_cookie(c, rep.handle)); /* its events */
 	o->u.cq.ring = ring;
 	o->u.cq.bytes = bytes;
+	sweep_add(o);
 	o->u.cq.evfd = evfd;
 	o->u.cq.entries = m->entries;
 	rep.ring_bytes = bytes;
@@ -919,7 +1213,7 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 	struct obj *xrcd = t == FC_RDMA_QPT_XRC_TGT ? obj_get(c, q->xrcd, OBJ_XRCD) : NULL, *o;
 	size_t sq_bytes = 0, rq_bytes = 0, rq_off = 0;
 	uint32_t handle;
-	int fd = -1;
+	int fd = -1, rc;
 
 	if (!t)
 		return -EINVAL;
@@ -949,18 +1243,28 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
 		sq_bytes = fc_rdma_ring_bytes(FC_RING_SQ, q->sq_entries);
 	if (recvs && !srq)
 		rq_bytes = fc_rdma_ring_bytes(FC_RING_RQ, q->rq_entries);
-	rq_off = (sq_bytes + PAGE - 1) & ~(PAGE - 1);
-	o = obj_new(c, OBJ_QP, &handle);
+	/* both rings in as few pages as they fit (each on its own cache lines) */
+	rq_off = (sq_bytes + RING_ALIGN - 1) & ~(size_t)(RING_ALIGN - 1);
+	o = obj_new(c, OBJ_QP, &handle, &rc);
 	if (!o)
-		return -ENOSPC;
+		return rc;
 	o->u.qp.rings_fd = -1;
-	o->u.qp.bytes = (rq_off + rq_bytes + PAGE - 1) & ~(PAGE - 1);
+	o->u.qp.bytes = rq_off + rq_bytes;
 	o->u.qp.rq_off = rq_bytes ? rq_off : 0;
-	if (o->u.qp.bytes && (fd = shared_mem("falcon-qp", o->u.qp.bytes, &o->u.qp.rings)) < 0) {
-		obj_put(o);
-		return fd;
+	if (o->u.qp.bytes &&
+	    (o->u.qp.arena_unit = arena_alloc(c, o->u.qp.bytes, &o->u.qp.arena_class))) {
+		o->u.qp.rings = (uint8_t *)c->arena + (size_t)o->u.qp.arena_unit * FC_ARENA_UNIT;
+		c->arena_slot[o->u.qp.arena_unit] = o->slot + 1;
+	} else if (o->u.qp.bytes) {
+		o->u.qp.bytes = (o->u.qp.bytes + PAGE - 1) & ~(PAGE - 1);
+		if ((fd = shared_mem("falcon-qp", o->u.qp.bytes, &o->u.qp.rings)) < 0) {
+			obj_put(o);
+			return fd;
+		}
 	}
 	o->u.qp.rings_fd = fd;
+	if (o->u.qp.bytes)
+		sweep_add(o); /* looked into once ready; an arena QP then when its bit says */
 	if (sq_bytes)
 		fc_rdma_ring_init(o->u.qp.rings, sq_bytes, FC_RING_SQ, q->sq_entries);
 	if (rq_bytes)
@@ -1025,8 +1329,9 @@ static int qp_prepare(struct client *c, const struct fc_api_hdr *h,
  * without rings). */
 static int qp_reply(struct client *c, const struct fc_api_hdr *h, struct obj *o)
 {
-	struct fc_api_qp_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16,
+	struct fc_api_qp_rep rep = { .handle = obj_handle(o),
 				     .qpn = o->u.qp.qpn, .remote_qpn = o->u.qp.rqpn,
+				     .arena_unit = o->u.qp.arena_unit,
 				     .rings_bytes = o->u.qp.bytes, .rq_offset = o->u.qp.rq_off };
 	int rc = reply(c, h, 0, &rep, sizeof(rep), &o->u.qp.rings_fd, o->u.qp.rings_fd >= 0);
 
@@ -1214,7 +1519,7 @@ static void ah_done(void *ctx, int status, uint32_t qpn, uint32_t rqpn)
 	struct obj *o = ctx;
 	struct client *c = o->c;
 	struct fc_api_hdr h = { .type = o->u.ah.req_type, .seq = o->u.ah.seq };
-	struct fc_api_create_ah_rep rep = { .handle = (uint32_t)(o - c->obj) | (uint32_t)o->gen << 16 };
+	struct fc_api_create_ah_rep rep = { .handle = obj_handle(o) };
 	struct obj *pd = obj_get(c, o->u.ah.pd_h, OBJ_PD);
 	struct fc_txn *t = status ? NULL : fd_cm_conn(c->a->d->cm, o->u.ah.cm_id);
 
@@ -1244,13 +1549,14 @@ static int ah_start(struct client *c, const struct fc_api_hdr *h, uint32_t pd_h,
 	struct obj *pd = obj_get(c, pd_h, OBJ_PD), *o;
 	uint32_t handle;
 	int64_t id;
+	int rc;
 
 	if (!pd)
 		return reply(c, h, -ENOENT, NULL, 0, NULL, 0);
 	if (c->pending >= 16)
 		return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
-	if (!(o = obj_new(c, OBJ_AH, &handle)))
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_AH, &handle, &rc)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	o->u.ah.pd_h = pd_h;
 	o->u.ah.seq = h->seq;
 	o->u.ah.req_type = h->type;
@@ -1298,10 +1604,11 @@ static int do_create_ah_src(struct client *c, const struct fc_api_hdr *h, const 
 static int do_open_xrcd(struct client *c, const struct fc_api_hdr *h)
 {
 	struct fc_api_handle rep = { 0 };
-	struct obj *o = obj_new(c, OBJ_XRCD, &rep.handle);
+	int rc;
+	struct obj *o = obj_new(c, OBJ_XRCD, &rep.handle, &rc);
 
 	if (!o)
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if (!++c->a->next_xrcd) /* daemon-wide, never 0 */
 		c->a->next_xrcd = 1;
 	o->u.xrcd.num = c->a->next_xrcd;
@@ -1446,8 +1753,8 @@ static int do_listen(struct client *c, const struct fc_api_hdr *h, const void *b
 
 	if (!m->service)
 		return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
-	if (!(o = obj_new(c, OBJ_LISTENER, &rep.handle)))
-		return reply(c, h, -ENOSPC, NULL, 0, NULL, 0);
+	if (!(o = obj_new(c, OBJ_LISTENER, &rep.handle, &rc)))
+		return reply(c, h, rc, NULL, 0, NULL, 0);
 	if ((rc = fd_cm_listen(c->a->d->cm, m->service, m->backlog, c))) {
 		obj_put(o);
 		return reply(c, h, rc, NULL, 0, NULL, 0);
@@ -1565,6 +1872,23 @@ static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* A client with an empty object table (its chunks come as it grows). NULL: no memory. */
+static struct client *client_alloc(struct fd_api *a)
+{
+	struct client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->chunk = calloc((a->d->cfg.client_max_objects + OBJ_CHUNK - 1) / OBJ_CHUNK,
+			  sizeof(*c->chunk));
+	if (!c->chunk) {
+		free(c);
+		return NULL;
+	}
+	c->free_head = OBJ_NONE;
+	return c;
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct fd_api *a = w->data;
@@ -1578,9 +1902,11 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (fd < 0)
 			return;
-		if (a->nclients >= a->d->cfg.max_clients || !(c = calloc(1, sizeof(*c)))) {
+		if (a->nclients >= a->d->cfg.max_clients || !(c = client_alloc(a))) {
 			a->st.refused_full++;
-			LOG_W("api: refusing a client: %u connected (max_clients)", a->nclients);
+			LOG_W("api: refusing a client: %u connected (--max-clients %u)%s", a->nclients,
+			      a->d->cfg.max_clients, a->nclients < a->d->cfg.max_clients ?
+			      ": out of memory" : "");
 			close(fd);
 			continue;
 		}
@@ -1606,71 +1932,142 @@ static void accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---- the loop's side ---- */
 
-int fd_api_prepare(struct fd_api *a, int going_to_sleep)
+/* A CQ: the client armed it (its consumer side) and it holds completions: ring once,
+ * and clear the flag for it. */
+static void cq_sweep(struct fd_api *a, struct obj *o)
+{
+	struct fc_ring_hdr *rh = o->u.cq.ring;
+
+	/* the client armed the CQ (its consumer side) and it holds completions or
+	 * overflowed: ring once, and clear the flag for it */
+	if (fc_ring_needs_wakeup(rh) &&
+	    (__atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
+		     __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE) ||
+	     (fc_ring_status(rh) & FC_RING_ST_OVERFLOW))) {
+		uint64_t one = 1;
+
+		fc_ring_set_need_wakeup(rh, 0);
+		if (write(o->u.cq.evfd, &one, sizeof(one)) == sizeof(one))
+			a->st.cq_wakeups++;
+	}
+}
+
+/* An SRQ's ring: the WRs taken. */
+static int srq_sweep(struct fd_api *a, struct client *c, struct obj *o, int going_to_sleep)
+{
+	struct fc_ring_hdr *rh = o->u.srq.ring;
+	int rc;
+
+	fc_ring_set_need_wakeup(rh, (uint32_t)going_to_sleep);
+	rc = fc_rdma_srq_doorbell(fc_node_rdma(a->d->node), o->u.srq.srqn);
+	if (rc == -EPROTO && !o->refs_broken) {
+		o->refs_broken = 1;
+		a->st.ring_broken++;
+		LOG_W("api: client %u (pid %d) broke the ring of an SRQ: it is not read again",
+		      c->id, (int)c->pid);
+	}
+	return rc > 0 ? rc : 0;
+}
+
+/* A QP's rings: the WRs taken. A QP with rings of its own is looked into every round (its
+ * client rings the doorbell by the rings' flags); one in the arena while it is not ready
+ * or its rings hold more than the engine took, else when its doorbell bit is set. */
+static int qp_sweep(struct fd_api *a, struct client *c, struct obj *o, int going_to_sleep,
+		    uint64_t now)
 {
 	struct fc_rdma *d = fc_node_rdma(a->d->node);
+	int rc;
+
+	if (o->u.qp.state == QP_CONNECTING) {
+		sweep_add(o); /* ready later: looked into then */
+		return 0;
+	}
+	if (o->u.qp.state != QP_READY || !o->u.qp.rings) {
+		sweep_del(o); /* broken: never read again */
+		return 0;
+	}
+	if (!o->u.qp.arena_unit) {
+		struct fc_ring_hdr *sq = o->u.qp.type != FC_RDMA_QPT_XRC_TGT ? o->u.qp.rings : NULL;
+		struct fc_ring_hdr *rq = o->u.qp.rq_off ?
+			(void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off) : NULL;
+
+		/* the flag, then the rings read again (queue.h's ordering contract) */
+		if (sq)
+			fc_ring_set_need_wakeup(sq, (uint32_t)going_to_sleep);
+		if (rq)
+			fc_ring_set_need_wakeup(rq, (uint32_t)going_to_sleep);
+	}
+	rc = fc_rdma_qp_doorbell(d, o->u.qp.qpn, now);
+	if (rc == -EPROTO) {
+		o->u.qp.state = QP_BROKEN;
+		sweep_del(o);
+		a->st.ring_broken++;
+		LOG_W("api: client %u (pid %d) broke the rings of QP %u: QP in error",
+		      c->id, (int)c->pid, o->u.qp.qpn);
+		return 0;
+	}
+	if (o->u.qp.arena_unit) {
+		if (fc_rdma_qp_ring_pending(d, o->u.qp.qpn))
+			sweep_add(o);
+		else
+			sweep_del(o);
+	}
+	return rc > 0 ? rc : 0;
+}
+
+/* The QPs whose doorbell bits the client set since the last round (falcon/queue.h: the
+ * flag first, then the summary words, each word taken with an exchange). */
+static int arena_sweep(struct fd_api *a, struct client *c, int going_to_sleep, uint64_t now)
+{
+	uint64_t *sum = fc_arena_summary(c->arena), *bm = fc_arena_bitmap(c->arena);
+	int taken = 0;
+
+	fc_arena_set_need_wakeup(c->arena, (uint32_t)going_to_sleep);
+	for (uint32_t k = 0; k < FC_ARENA_SUMMARY; k++) {
+		uint64_t v;
+
+		if (!__atomic_load_n(&sum[k], __ATOMIC_SEQ_CST))
+			continue;
+		v = __atomic_exchange_n(&sum[k], 0, __ATOMIC_SEQ_CST);
+		for (; v; v &= v - 1) {
+			uint32_t w = k * 64u + (uint32_t)__builtin_ctzll(v);
+			uint64_t bits = __atomic_exchange_n(&bm[w], 0, __ATOMIC_SEQ_CST);
+
+			for (; bits; bits &= bits - 1) {
+				uint32_t u = w * 64u + (uint32_t)__builtin_ctzll(bits);
+				uint32_t slot = c->arena_slot[u];
+				struct obj *o = slot ? obj_at(c, slot - 1) : NULL;
+
+				if (!o || o->type != OBJ_QP || o->u.qp.arena_unit != u) {
+					a->st.arena_stray_doorbells++; /* a bit for no QP: ignored */
+					continue;
+				}
+				a->st.arena_doorbells++;
+				taken += qp_sweep(a, c, o, going_to_sleep, now);
+			}
+		}
+	}
+	return taken;
+}
+
+int fd_api_prepare(struct fd_api *a, int going_to_sleep)
+{
 	uint64_t now = fd_now_ns();
 	int taken = 0;
 
-	for (struct client *c = a->clients; c; c = c->next)
-		for (uint32_t i = 0; i < c->hiwat; i++) {
-			struct obj *o = &c->obj[i];
-
-			if (o->type == OBJ_CQ) {
-				struct fc_ring_hdr *rh = o->u.cq.ring;
-
-				/* the client armed the CQ (its consumer side) and it holds
-				 * completions: ring once, and clear the flag for it */
-				if (fc_ring_needs_wakeup(rh) &&
-				    (__atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) !=
-					     __atomic_load_n(&rh->cons, __ATOMIC_ACQUIRE) ||
-				     (fc_ring_status(rh) & FC_RING_ST_OVERFLOW))) {
-					uint64_t one = 1;
-
-					fc_ring_set_need_wakeup(rh, 0);
-					if (write(o->u.cq.evfd, &one, sizeof(one)) == sizeof(one))
-						a->st.cq_wakeups++;
-				}
-				continue;
-			}
-			if (o->type == OBJ_SRQ) {
-				struct fc_ring_hdr *rh = o->u.srq.ring;
-
-				fc_ring_set_need_wakeup(rh, (uint32_t)going_to_sleep);
-				int rc = fc_rdma_srq_doorbell(d, o->u.srq.srqn);
-
-				if (rc > 0)
-					taken += rc;
-				else if (rc == -EPROTO && !o->refs_broken) {
-					o->refs_broken = 1;
-					a->st.ring_broken++;
-					LOG_W("api: client %u (pid %d) broke the ring of an SRQ: it is "
-					      "not read again", c->id, (int)c->pid);
-				}
-				continue;
-			}
-			if (o->type != OBJ_QP || o->u.qp.state != QP_READY || !o->u.qp.rings)
-				continue;
-			struct fc_ring_hdr *sq = o->u.qp.type != FC_RDMA_QPT_XRC_TGT ? o->u.qp.rings : NULL;
-			struct fc_ring_hdr *rq = o->u.qp.rq_off ?
-				(void *)((uint8_t *)o->u.qp.rings + o->u.qp.rq_off) : NULL;
-
-			/* the flag, then the rings read again (queue.h's ordering contract) */
-			if (sq)
-				fc_ring_set_need_wakeup(sq, (uint32_t)going_to_sleep);
-			if (rq)
-				fc_ring_set_need_wakeup(rq, (uint32_t)going_to_sleep);
-			int rc = fc_rdma_qp_doorbell(d, o->u.qp.qpn, now);
-
-			if (rc > 0) {
-				taken += rc;
-			} else if (rc == -EPROTO) {
-				o->u.qp.state = QP_BROKEN;
-				a->st.ring_broken++;
-				LOG_W("api: client %u (pid %d) broke the rings of QP %u: QP in error",
-				      c->id, (int)c->pid, o->u.qp.qpn);
-			}
+	for (struct client *c = a->clients; c; c = c->next) {
+		if (c->arena)
+			taken += arena_sweep(a, c, going_to_sleep, now);
+		for (struct obj *o = c->sweep, *next; o; o = next) {
+			next = o->snext; /* o may leave the list, never another */
+			if (o->type == OBJ_CQ)
+				cq_sweep(a, o);
+			else if (o->type == OBJ_SRQ)
+				taken += srq_sweep(a, c, o, going_to_sleep);
+			else if (o->type == OBJ_QP)
+				taken += qp_sweep(a, c, o, going_to_sleep, now);
 		}
+	}
 	a->st.ring_wrs += (uint64_t)taken;
 	events_from_engine(a); /* what this and the engine's work since the last time raised */
 	return taken;
@@ -1740,7 +2137,7 @@ size_t fd_api_json_clients(const struct fd_api *a, char *buf, size_t cap)
 		uint32_t n[OBJ_TYPES] = { 0 };
 
 		for (uint32_t i = 0; i < c->hiwat; i++)
-			n[c->obj[i].type]++;
+			n[obj_at(c, i)->type]++;
 		fd_json_open(&j, NULL, '{');
 		fd_json_kv(&j, "id", "%u", c->id);
 		fd_json_kv(&j, "pid", "%d", (int)c->pid);
@@ -1766,7 +2163,7 @@ size_t fd_api_json_qps(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_open(&j, NULL, '[');
 	for (const struct client *c = a->clients; c; c = c->next)
 		for (uint32_t i = 0; i < c->hiwat; i++) {
-			const struct obj *o = &c->obj[i];
+			const struct obj *o = obj_at(c, i);
 
 			if (o->type != OBJ_QP)
 				continue;
@@ -1800,7 +2197,7 @@ size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_open(&j, NULL, '[');
 	for (const struct client *c = a->clients; c; c = c->next)
 		for (uint32_t i = 0; i < c->hiwat; i++) {
-			const struct obj *o = &c->obj[i];
+			const struct obj *o = obj_at(c, i);
 
 			if (o->type != OBJ_MR)
 				continue;
@@ -1816,6 +2213,33 @@ size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap)
 		}
 	fd_json_close(&j, ']');
 	return fd_json_done(&j);
+}
+
+void fd_api_json_limits(const struct fd_api *a, struct fd_json *j)
+{
+	const struct fd_cfg *cfg = &a->d->cfg;
+	static const uint8_t types[] = { OBJ_QP, OBJ_CQ, OBJ_MR, OBJ_SRQ, OBJ_AH, OBJ_PD };
+	char key[24];
+
+	fd_json_open(j, "limits", '{');
+	for (size_t i = 0; i < sizeof(types); i++) {
+		uint32_t max, cmax;
+		const char *opt, *copt;
+
+		obj_limits(cfg, types[i], &max, &opt, &cmax, &copt);
+		snprintf(key, sizeof(key), "max_%ss", obj_name[types[i]]);
+		fd_json_kv(j, key, "%u", max);
+		snprintf(key, sizeof(key), "%ss", obj_name[types[i]]);
+		fd_json_kv(j, key, "%u", a->nobj[types[i]]);
+	}
+	fd_json_kv(j, "max_conns", "%u", cfg->max_conns);
+	fd_json_kv(j, "conns", "%u", fc_node_conns_used(a->d->node)); /* closing ones too */
+	fd_json_kv(j, "max_clients", "%u", cfg->max_clients);
+	fd_json_kv(j, "clients", "%u", a->nclients);
+	fd_json_kv(j, "client_max_objects", "%u", cfg->client_max_objects);
+	fd_json_kv(j, "client_max_qps", "%u", cfg->client_max_qps);
+	fd_json_kv(j, "client_max_mrs", "%u", cfg->client_max_mrs);
+	fd_json_close(j, '}');
 }
 
 size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
@@ -1837,6 +2261,9 @@ size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap)
 	fd_json_kv(&j, "mr_by_copy", "%llu", (unsigned long long)a->st.mr_by_copy);
 	fd_json_kv(&j, "bind_failed", "%llu", (unsigned long long)a->st.bind_failed);
 	fd_json_kv(&j, "cq_wakeups", "%llu", (unsigned long long)a->st.cq_wakeups);
+	fd_json_kv(&j, "arena_doorbells", "%llu", (unsigned long long)a->st.arena_doorbells);
+	fd_json_kv(&j, "arena_stray_doorbells", "%llu",
+		   (unsigned long long)a->st.arena_stray_doorbells);
 	fd_json_kv(&j, "async_events", "%llu", (unsigned long long)a->st.events);
 	fd_json_kv(&j, "async_events_lost", "%llu", (unsigned long long)a->st.events_lost);
 	fd_json_close(&j, '}');

@@ -72,8 +72,13 @@
  *                    waited for until the deadline, as before).
  * Our own refusals are logged (log.h rate-limits repeats).
  *
- * Records live in one list, searched linearly: this is the connection setup path,
- * bounded by max_conns + the listeners' backlogs, never the data path.
+ * Records live in one list (for the admin views and the rare sweeps: a peer restarted,
+ * a session came up) and are found through indexes, so that setting up or tearing down
+ * the n-th of 65,536 connections costs the same as the first: by id (the API's handle on
+ * a record), by transaction (txid, the peer's address, role: REQ / REP / RTU / EST /
+ * REJ), by local CID (DREQ, DREP, a connection the engine gave up), by local QPN (bind
+ * requests); records waiting for an accept or in a backlog are on a list of their own,
+ * bounded by the listeners' backlogs, which the service and bind lookups scan.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -199,10 +204,20 @@ struct cm_peer {
 	uint32_t conns;
 	uint64_t rejects;
 	uint8_t has_node_peer;    /* node_peer names its data address (a connection was set up) */
+	struct cm_rec *ah;        /* our established ah connection to it (fd_cm_ah), or NULL */
+};
+
+/* A record's membership of one index (struct cm_index). */
+struct cm_link {
+	struct cm_rec *next;
+	uint32_t bucket;
+	uint8_t in;
 };
 
 struct cm_rec {
-	struct cm_rec *next;
+	struct cm_rec *next, *prev;   /* every record (fd_cm.recs) */
+	struct cm_rec *wnext, *wprev; /* ST_BACKLOG / ST_ACCEPT_WAIT (fd_cm.waiting) */
+	struct cm_link by_id, by_tx, by_cid, by_qpn;
 	int64_t id;
 	uint8_t role, state, kind;
 	uint8_t qp_type, peer_qp_type; /* enum fc_rdma_qp_type; 0 for an ah connection */
@@ -239,7 +254,16 @@ struct cm_listener {
 };
 
 #define CM_CLOSING_MAX 256u
+#define CM_SOCKBUF_BYTES (4 << 20)
 #define CM_BIND_BACKLOG_MAX 64u
+
+/* A chained hash index of records: buckets a power of two, sized at start from
+ * --max-conns (twice as many: short chains); the link lives in the record at off. */
+struct cm_index {
+	struct cm_rec **b;
+	uint32_t mask;
+	size_t off;
+};
 
 struct fd_cm {
 	struct fd_daemon *d;
@@ -252,6 +276,8 @@ struct fd_cm {
 	ev_timer closing_w;
 	struct cm_rec *recs;
 	uint32_t nrecs;
+	struct cm_rec *waiting;   /* ST_BACKLOG and ST_ACCEPT_WAIT records, newest first */
+	struct cm_index by_id, by_tx, by_cid, by_qpn;
 	int64_t next_id;
 	struct cm_peer peers[CM_PEERS_MAX];
 	uint32_t npeers;
@@ -283,6 +309,96 @@ static uint64_t rand64(void)
 	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
 		v = fd_now_ns() * 0x9E3779B97F4A7C15ull;
 	return v;
+}
+
+/* ---- indexes ---- */
+
+static uint32_t mix(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xFF51AFD7ED558CCDull;
+	k ^= k >> 33;
+	return (uint32_t)k;
+}
+
+static struct cm_link *link_of(const struct cm_index *x, struct cm_rec *r)
+{
+	return (struct cm_link *)((uint8_t *)r + x->off);
+}
+
+static int index_init(struct cm_index *x, uint32_t max_conns, size_t off)
+{
+	uint32_t n = 256;
+
+	while (n < 2 * max_conns)
+		n <<= 1;
+	x->b = calloc(n, sizeof(*x->b));
+	x->mask = n - 1;
+	x->off = off;
+	return x->b ? 0 : -ENOMEM;
+}
+
+/* The chain where records of key are (the caller compares the rest). */
+static struct cm_rec *index_first(const struct cm_index *x, uint64_t key)
+{
+	return x->b[mix(key) & x->mask];
+}
+
+static struct cm_rec *index_next(const struct cm_index *x, struct cm_rec *r)
+{
+	return link_of(x, r)->next;
+}
+
+static void index_del(struct cm_index *x, struct cm_rec *r)
+{
+	struct cm_link *l = link_of(x, r);
+
+	if (!l->in)
+		return;
+	for (struct cm_rec **pp = &x->b[l->bucket]; *pp; pp = &link_of(x, *pp)->next)
+		if (*pp == r) {
+			*pp = l->next;
+			break;
+		}
+	l->in = 0;
+}
+
+/* Index r under key (again, if it was under another). */
+static void index_add(struct cm_index *x, struct cm_rec *r, uint64_t key)
+{
+	struct cm_link *l = link_of(x, r);
+
+	index_del(x, r);
+	l->bucket = mix(key) & x->mask;
+	l->next = x->b[l->bucket];
+	x->b[l->bucket] = r;
+	l->in = 1;
+}
+
+static void index_free(struct fd_cm *cm)
+{
+	free(cm->by_id.b);
+	free(cm->by_tx.b);
+	free(cm->by_cid.b);
+	free(cm->by_qpn.b);
+}
+
+static uint64_t tx_key(uint64_t txid, uint8_t role)
+{
+	return txid ^ role;
+}
+
+static void waiting_del(struct fd_cm *cm, struct cm_rec *r)
+{
+	if (r->wprev)
+		r->wprev->wnext = r->wnext;
+	else if (cm->waiting == r)
+		cm->waiting = r->wnext;
+	else
+		return; /* not on the list */
+	if (r->wnext)
+		r->wnext->wprev = r->wprev;
+	r->wnext = r->wprev = NULL;
 }
 
 static const char *addr_str(const struct sockaddr_storage *ss, char *buf, size_t cap)
@@ -438,8 +554,17 @@ static struct cm_rec *rec_new(struct fd_cm *cm, uint8_t role, uint8_t state)
 	ev_timer_init(&r->w, rec_timer_cb, 0., 0.);
 	r->w.data = r;
 	r->next = cm->recs;
+	if (cm->recs)
+		cm->recs->prev = r;
 	cm->recs = r;
 	cm->nrecs++;
+	index_add(&cm->by_id, r, (uint64_t)r->id);
+	if (state == ST_BACKLOG || state == ST_ACCEPT_WAIT) {
+		r->wnext = cm->waiting;
+		if (cm->waiting)
+			cm->waiting->wprev = r;
+		cm->waiting = r;
+	}
 	return r;
 }
 
@@ -518,11 +643,23 @@ static void rec_free(struct cm_rec *r)
 
 	ev_timer_stop(cm->d->loop, &r->w);
 	rec_release(r);
-	for (struct cm_rec **pp = &cm->recs; *pp; pp = &(*pp)->next)
-		if (*pp == r) {
-			*pp = r->next;
-			break;
-		}
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		cm->recs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	waiting_del(cm, r);
+	index_del(&cm->by_id, r);
+	index_del(&cm->by_tx, r);
+	index_del(&cm->by_cid, r);
+	index_del(&cm->by_qpn, r);
+	if (r->kind == KIND_AH && r->role == ROLE_INI) {
+		struct cm_peer *p = peer_of(cm, &r->cm_addr, r->cm_len, 0);
+
+		if (p && p->ah == r)
+			p->ah = NULL;
+	}
 	cm->nrecs--;
 	free(r);
 }
@@ -711,8 +848,11 @@ static void established(struct cm_rec *r)
 
 	r->state = ST_ESTABLISHED;
 	r->cm->st.established++;
+	index_add(&r->cm->by_cid, r, r->lcid);
 	if (p)
 		p->conns++;
+	if (p && r->kind == KIND_AH && r->role == ROLE_INI)
+		p->ah = r; /* the one address handles to that peer share (fd_cm_ah) */
 	LOG_I("cm: connection %u <-> %u with %s established (%s %u, QP %u <-> %u)",
 	      r->lcid, r->rcid, addr_str(&r->cm_addr, a, sizeof(a)), kind_name[r->kind],
 	      r->service, r->lqpn, r->rqpn);
@@ -721,12 +861,27 @@ static void established(struct cm_rec *r)
 		done(r->ctx, 0, r->lqpn, r->rqpn);
 }
 
+/* Every CID of the node is taken: say which limit, once a second at most. */
+static void conns_full(struct fd_cm *cm)
+{
+	static uint64_t last_ns;
+	uint64_t now = fd_now_ns();
+
+	if (last_ns && now - last_ns < 1000000000ull)
+		return;
+	last_ns = now;
+	LOG_W("cm: a connection refused: the daemon has %u Falcon connections open "
+	      "or being set up, its limit (--max-conns %u)", cm->d->cfg.max_conns,
+	      cm->d->cfg.max_conns);
+}
+
 /* Target: an accept takes a request. */
 static void tgt_bind(struct cm_rec *r)
 {
 	struct fc_node *n = r->cm->d->node;
 	int rc;
 
+	waiting_del(r->cm, r); /* out of the backlog or the accept wait, whatever comes */
 	if (r->kind == KIND_SERVICE)
 		r->qp_type = r->spec.init.type;
 	if (r->kind != KIND_AH && !types_pair(r->qp_type, r->peer_qp_type)) {
@@ -740,8 +895,11 @@ static void tgt_bind(struct cm_rec *r)
 	r->my_psn_req = (uint32_t)rand64();
 	r->my_psn_data = (uint32_t)rand64();
 	r->my_rsn = (uint32_t)rand64();
-	if ((rc = peer_data(r)) || (rc = fc_node_cid_reserve(n, r->node_peer, &r->lcid)))
+	if ((rc = peer_data(r)) || (rc = fc_node_cid_reserve(n, r->node_peer, &r->lcid))) {
+		if (rc == -ENOSPC)
+			conns_full(r->cm);
 		goto fail;
+	}
 	r->have_lcid = 1;
 	if ((rc = open_conn(r)) || (rc = make_qp(r)))
 		goto fail;
@@ -770,7 +928,8 @@ fail:
 static struct cm_rec *find_tx(struct fd_cm *cm, const struct sockaddr_storage *from, socklen_t len,
 			      uint64_t txid, uint8_t role)
 {
-	for (struct cm_rec *r = cm->recs; r; r = r->next)
+	for (struct cm_rec *r = index_first(&cm->by_tx, tx_key(txid, role)); r;
+	     r = index_next(&cm->by_tx, r))
 		if (r->txid == txid && r->role == role && r->state != ST_ACCEPT_WAIT &&
 		    same_sa(&r->cm_addr, r->cm_len, from, len))
 			return r;
@@ -792,6 +951,7 @@ static void req_fields(struct cm_rec *r, const struct cm_wire *m,
 	r->peer_rsn = ntohl(m->rsn);
 	r->peer_qp_type = m->qp_type;
 	r->ordering = m->ordering == FC_RDMA_ORDER_WEAK ? FC_RDMA_ORDER_WEAK : FC_RDMA_ORDER_STRONG;
+	index_add(&r->cm->by_tx, r, tx_key(r->txid, r->role));
 }
 
 static void reject(struct fd_cm *cm, const struct sockaddr_storage *to, socklen_t len,
@@ -819,7 +979,7 @@ static void on_req_service(struct fd_cm *cm, const struct cm_wire *m,
 		reject(cm, from, len, CM_R_NO_LISTENER, be64toh(m->txid));
 		return;
 	}
-	for (struct cm_rec *x = cm->recs; x; x = x->next)
+	for (struct cm_rec *x = cm->waiting; x; x = x->wnext)
 		if (x->state == ST_ACCEPT_WAIT && x->service == service)
 			w = x; /* the list is newest first: the last match waited longest */
 	if (!w && l->queued >= l->backlog) {
@@ -850,10 +1010,11 @@ static void on_req_bind(struct fd_cm *cm, const struct cm_wire *m,
 	uint32_t nbacklog = 0;
 	struct cm_rec *r;
 
-	for (struct cm_rec *x = cm->recs; x; x = x->next) {
+	for (struct cm_rec *x = cm->waiting; x; x = x->wnext)
+		nbacklog += x->kind == KIND_BIND && x->state == ST_BACKLOG;
+	for (struct cm_rec *x = index_first(&cm->by_qpn, dest); x; x = index_next(&cm->by_qpn, x)) {
 		if (x->kind != KIND_BIND)
 			continue;
-		nbacklog += x->state == ST_BACKLOG;
 		if (x->lqpn != dest || x->rqpn != src || !same_sa(&x->cm_addr, x->cm_len, from, len))
 			continue;
 		if (x->role == ROLE_INI && x->state == ST_REQ_SENT && txid > x->txid) {
@@ -885,6 +1046,7 @@ static void on_req_bind(struct fd_cm *cm, const struct cm_wire *m,
 	r->kind = KIND_BIND;
 	r->lqpn = dest;
 	r->rqpn = src;
+	index_add(&cm->by_qpn, r, dest);
 	req_fields(r, m, from, len);
 	rec_arm(r, CM_BACKLOG_TTL_NS);
 	send_mra(r); /* held until our client binds its QP: not silence */
@@ -1060,7 +1222,7 @@ static void on_rej(struct fd_cm *cm, struct cm_rec *r, const struct cm_wire *m)
 static struct cm_rec *find_conn(struct fd_cm *cm, const struct sockaddr_storage *from,
 				socklen_t len, uint32_t lcid)
 {
-	for (struct cm_rec *r = cm->recs; r; r = r->next)
+	for (struct cm_rec *r = index_first(&cm->by_cid, lcid); r; r = index_next(&cm->by_cid, r))
 		if (r->lcid == lcid && (r->state == ST_ESTABLISHED || r->state == ST_REMOTE_CLOSED ||
 					r->state == ST_CLOSING) &&
 		    same_sa(&r->cm_addr, r->cm_len, from, len))
@@ -1070,7 +1232,7 @@ static struct cm_rec *find_conn(struct fd_cm *cm, const struct sockaddr_storage 
 
 void fd_cm_conn_dead(struct fd_cm *cm, uint32_t lcid)
 {
-	for (struct cm_rec *r = cm->recs; r; r = r->next) {
+	for (struct cm_rec *r = index_first(&cm->by_cid, lcid); r; r = index_next(&cm->by_cid, r)) {
 		char a[80];
 
 		if (r->lcid != lcid || r->state != ST_ESTABLISHED || r->kind == KIND_AH)
@@ -2230,6 +2392,14 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 	if (!cm)
 		return NULL;
 	cm->d = d;
+	cm->fd = -1;
+	if (index_init(&cm->by_id, d->cfg.max_conns, offsetof(struct cm_rec, by_id)) ||
+	    index_init(&cm->by_tx, d->cfg.max_conns, offsetof(struct cm_rec, by_tx)) ||
+	    index_init(&cm->by_cid, d->cfg.max_conns, offsetof(struct cm_rec, by_cid)) ||
+	    index_init(&cm->by_qpn, d->cfg.max_conns, offsetof(struct cm_rec, by_qpn))) {
+		errno = ENOMEM;
+		goto fail;
+	}
 	cm->rng = d->cfg.fault.seed ^ 0x5DEECE66Dull;
 	cm->boot_id = rand64() | 1; /* never 0: 0 means unknown */
 	ev_timer_init(&cm->closing_w, closing_cb, 0., 0.);
@@ -2248,9 +2418,8 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 		((struct sockaddr_in6 *)&ss)->sin6_port = htons(d->cfg.cm_port);
 		len = sizeof(struct sockaddr_in6);
 	} else {
-		free(cm);
 		errno = EINVAL;
-		return NULL;
+		goto fail;
 	}
 	cm->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (cm->fd < 0)
@@ -2262,6 +2431,11 @@ struct fd_cm *fd_cm_new(struct fd_daemon *d)
 		setsockopt(cm->fd, SOL_IP, IP_RECVERR, &one, sizeof(one));
 	else
 		setsockopt(cm->fd, SOL_IPV6, IPV6_RECVERR, &one, sizeof(one));
+	/* a client that leaves with 10,000 QPs closes them in one go: room for their DREQs
+	 * and DREPs, else most are dropped and retried cm_retry_ms later (the kernel caps it
+	 * at net.core.rmem_max / wmem_max; best effort) */
+	setsockopt(cm->fd, SOL_SOCKET, SO_RCVBUF, &(int){ CM_SOCKBUF_BYTES }, sizeof(int));
+	setsockopt(cm->fd, SOL_SOCKET, SO_SNDBUF, &(int){ CM_SOCKBUF_BYTES }, sizeof(int));
 	if (bind(cm->fd, (struct sockaddr *)&ss, len) < 0)
 		goto fail;
 	ev_io_init(&cm->w, cm_read_cb, cm->fd, EV_READ);
@@ -2274,6 +2448,7 @@ fail: {
 
 	if (cm->fd >= 0)
 		close(cm->fd);
+	index_free(cm);
 	free(cm);
 	errno = e;
 	return NULL;
@@ -2304,6 +2479,7 @@ void fd_cm_free(struct fd_cm *cm)
 		LOG_D("cm: connection %p still held at shutdown", (void *)cm->closing[i]);
 	ev_io_stop(cm->d->loop, &cm->w);
 	close(cm->fd);
+	index_free(cm);
 	free(cm);
 }
 
@@ -2353,10 +2529,13 @@ static int64_t ini_start(struct fd_cm *cm, const struct sockaddr *peer, socklen_
 	r->cm_len = len;
 	r->kind = kind;
 	r->txid = rand64();
+	index_add(&cm->by_tx, r, tx_key(r->txid, r->role));
 	r->my_psn_req = (uint32_t)rand64();
 	r->my_psn_data = (uint32_t)rand64();
 	r->my_rsn = (uint32_t)rand64();
 	if ((rc = fc_node_cid_reserve(cm->d->node, FC_NODE_PEER_LATER, &r->lcid))) {
+		if (rc == -ENOSPC)
+			conns_full(cm);
 		rec_free(r);
 		set_why(cm, "connecting to %s: no connection ID free here: %s (--max-conns %u)", a,
 			strerror(-rc), cm->d->cfg.max_conns);
@@ -2441,7 +2620,8 @@ int64_t fd_cm_bind(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
 
 	if (rqpn > FC_RDMA_QPN_MASK)
 		return -EINVAL;
-	for (r = cm->recs; r; r = r->next) /* the peer's REQ came first */
+	for (r = index_first(&cm->by_qpn, lqpn); r; r = index_next(&cm->by_qpn, r))
+		/* the peer's REQ came first */
 		if (r->kind == KIND_BIND && r->state == ST_BACKLOG && r->lqpn == lqpn &&
 		    r->rqpn == rqpn && same_sa(&r->cm_addr, r->cm_len, (const void *)peer, len)) {
 			ev_timer_stop(cm->d->loop, &r->w);
@@ -2456,6 +2636,7 @@ int64_t fd_cm_bind(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len,
 		return id;
 	r->lqpn = lqpn;
 	r->rqpn = rqpn;
+	index_add(&cm->by_qpn, r, lqpn);
 	r->qp_type = qp_type;
 	r->ordering = order;
 	ini_send(r);
@@ -2470,19 +2651,31 @@ int64_t fd_cm_ah(struct fd_cm *cm, const struct sockaddr *peer, socklen_t len, i
 
 	/* every address handle to one peer daemon shares one connection (an M:N one: any
 	 * UD QP to any): an established one is taken as it is, without done */
-	for (r = cm->recs; r; r = r->next)
-		if (r->kind == KIND_AH && r->role == ROLE_INI && r->state == ST_ESTABLISHED &&
-		    (peer->sa_family == AF_INET || peer->sa_family == AF_INET6) &&
-		    same_sa(&r->cm_addr, r->cm_len, (const void *)peer, len)) {
+	if ((peer->sa_family == AF_INET || peer->sa_family == AF_INET6) &&
+	    len <= sizeof(struct sockaddr_storage)) {
+		struct cm_peer *p = peer_of(cm, (const void *)peer, len, 0);
+
+		if (p && (r = p->ah) && r->state == ST_ESTABLISHED) {
 			r->ah_refs++;
 			return r->id;
 		}
+	}
 	if ((id = ini_start(cm, peer, len, KIND_AH, timeout_ms, done, ctx, &r)) < 0)
 		return id;
 	r->ordering = FC_RDMA_ORDER_WEAK;
 	r->ah_refs = 1;
 	ini_send(r);
 	return id;
+}
+
+static struct cm_rec *rec_of_id(const struct fd_cm *cm, int64_t id)
+{
+	struct cm_rec *r;
+
+	for (r = index_first(&cm->by_id, (uint64_t)id); r && r->id != id;
+	     r = index_next(&cm->by_id, r))
+		;
+	return r;
 }
 
 int fd_cm_peer_cm_addr(struct fd_cm *cm, uint32_t node_peer, struct sockaddr_storage *ss,
@@ -2501,10 +2694,9 @@ int fd_cm_peer_cm_addr(struct fd_cm *cm, uint32_t node_peer, struct sockaddr_sto
 
 struct fc_txn *fd_cm_conn(const struct fd_cm *cm, int64_t id)
 {
-	for (const struct cm_rec *r = cm->recs; r; r = r->next)
-		if (r->id == id)
-			return r->state == ST_ESTABLISHED ? r->t : NULL;
-	return NULL;
+	const struct cm_rec *r = rec_of_id(cm, id);
+
+	return r && r->state == ST_ESTABLISHED ? r->t : NULL;
 }
 
 int fd_cm_listen(struct fd_cm *cm, uint16_t service, uint16_t backlog, void *owner)
@@ -2526,13 +2718,13 @@ int fd_cm_listen(struct fd_cm *cm, uint16_t service, uint16_t backlog, void *own
 void fd_cm_unlisten(struct fd_cm *cm, uint16_t service)
 {
 	struct cm_listener *l = listener_of(cm, service);
-	struct cm_rec *r = cm->recs, *next;
+	struct cm_rec *r = cm->waiting, *next;
 
 	if (!l)
 		return;
 	l->used = 0;
 	for (; r; r = next) { /* refuse what waits in the backlog */
-		next = r->next;
+		next = r->wnext;
 		if (r->state == ST_BACKLOG && r->service == service) {
 			send_msg(cm, NULL, &r->cm_addr, r->cm_len, CM_REJ, CM_R_NO_LISTENER, r->txid);
 			rec_free(r);
@@ -2548,7 +2740,7 @@ int64_t fd_cm_accept(struct fd_cm *cm, uint16_t service, const struct fd_qp_spec
 
 	if (!l)
 		return -EINVAL;
-	for (struct cm_rec *x = cm->recs; x; x = x->next)
+	for (struct cm_rec *x = cm->waiting; x; x = x->wnext)
 		if (x->state == ST_BACKLOG && x->service == service)
 			r = x; /* oldest */
 	if (r) {
@@ -2577,10 +2769,8 @@ int64_t fd_cm_accept(struct fd_cm *cm, uint16_t service, const struct fd_qp_spec
 
 void fd_cm_close(struct fd_cm *cm, int64_t id)
 {
-	struct cm_rec *r;
+	struct cm_rec *r = rec_of_id(cm, id);
 
-	for (r = cm->recs; r && r->id != id; r = r->next)
-		;
 	if (!r)
 		return;
 	if (r->kind == KIND_AH && r->role == ROLE_INI && r->ah_refs > 1) {
@@ -2595,6 +2785,7 @@ void fd_cm_close(struct fd_cm *cm, int64_t id)
 			p->conns--;
 		rec_destroy_qp(r);
 		r->state = ST_CLOSING;
+		index_add(&cm->by_cid, r, r->lcid); /* the DREP finds it (find_conn) */
 		r->tries = 0;
 		r->dreq_sent = 0;
 		cm->st.closed++;

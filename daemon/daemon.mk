@@ -58,13 +58,19 @@ $(BUILD)/bench/falcon-perf: bench/falcon_perf.c $(CLIENT_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) $(CLIENT_LINK) -lm
 
+# many RC QPs between two daemons: setup time, RSS and round-robin rate per QP (bench-qps)
+MANY_QPS := $(BUILD)/bench/many_qps
+$(MANY_QPS): bench/many_qps.c $(CLIENT_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) $(CLIENT_LINK)
+
 DAEMON_ALL := $(FALCOND) $(CLIENT_LIB) $(FALCONCTL) \
-	$(EXAMPLE_BINS) $(FALCON_PERF)
+	$(EXAMPLE_BINS) $(FALCON_PERF) $(MANY_QPS)
 
 # end-to-end test programs (tests/e2e/*.sh run them against live daemons)
 E2E_BINS := $(BUILD)/tests/e2e/e2e_client $(BUILD)/tests/e2e/api_abuse $(BUILD)/tests/e2e/qp_types \
 	$(BUILD)/tests/e2e/notify_recv $(BUILD)/tests/e2e/pkt_tool $(BUILD)/tests/e2e/api_contract \
-	$(BUILD)/tests/e2e/bigmsg $(BUILD)/tests/e2e/why_client
+	$(BUILD)/tests/e2e/bigmsg $(BUILD)/tests/e2e/why_client $(BUILD)/tests/e2e/limits
 $(BUILD)/tests/e2e/%: tests/e2e/%.c $(CLIENT_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(ALL_LDFLAGS) -L$(BUILD)/lib -lfalcon-client \

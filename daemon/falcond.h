@@ -48,6 +48,20 @@
 
 #define FD_PEERS_MAX 64u   /* configured peer daemons (keys) */
 
+/* Limits (struct fd_cfg): defaults, and the largest each table can be. A QP, CQ, SRQ or
+ * AH number holds 16 slot bits at most (the engine's tables), a local CID 16 (node.h);
+ * a client's handle 18 (api.c). */
+#define FD_TABLE_MAX 65536u
+#define FD_CLIENT_OBJS_MAX (1u << 18)
+#define FD_MAX_QPS_DEFAULT 4096u
+#define FD_MAX_CQS_DEFAULT 4096u
+#define FD_MAX_MRS_DEFAULT 16384u
+#define FD_MAX_SRQS_DEFAULT 1024u
+#define FD_MAX_AHS_DEFAULT 1024u
+#define FD_MAX_PDS_DEFAULT 1024u
+#define FD_MAX_CLIENTS_DEFAULT 64u
+#define FD_CLIENT_MAX_OBJECTS_DEFAULT FD_CLIENT_OBJS_MAX
+
 enum fd_security { FD_SEC_NONE = 0, FD_SEC_PSP };
 /* --io: auto = xdp where the program attaches, else udp; xdp = the same, but the fallback
  * is logged as a warning */
@@ -75,7 +89,16 @@ struct fd_cfg {
 	char metrics[64];         /* --metrics ADDR:PORT ("": no HTTP server; metrics.h) */
 	char listen_addr[64];     /* data and CM address (IPv4 or IPv6 literal) */
 	uint16_t data_port, cm_port;
-	uint32_t max_conns, max_qps, max_cqs, max_mrs, max_clients;
+	/* Limits (falcond(8) "Limits"): every table is sized from these at start, nothing
+	 * else bounds them; falconctl status shows them, falcon_query_device reports them.
+	 * Each is 1 .. FD_TABLE_MAX (max_mrs: FC_MR_CAP_MAX), a per-client quota at most
+	 * its daemon limit (fd_cfg_check). */
+	uint32_t max_conns;       /* Falcon connections (default: max_qps) */
+	int max_conns_set;        /* given explicitly */
+	uint32_t max_qps, max_cqs, max_mrs, max_srqs, max_ahs, max_pds;
+	uint32_t max_clients;     /* client processes at once */
+	uint32_t client_max_objects; /* objects of one client, all kinds (<= FD_CLIENT_OBJS_MAX) */
+	uint32_t client_max_qps, client_max_mrs; /* QPs, MRs of one client */
 	uint32_t mtu_bytes;       /* RDMA payload per transaction */
 	int mtu_set;              /* given explicitly (else XDP may choose a smaller one) */
 	int io;                   /* enum fd_io */
@@ -158,6 +181,10 @@ struct fd_daemon {
 
 /* loop.c */
 void fd_cfg_default(struct fd_cfg *c);
+/* After the options: fill the limits that follow others (max_conns from max_qps, the
+ * client quotas from the daemon's) and check them against each other. Returns 0, or
+ * -EINVAL with the reason in why (naming the options). */
+int fd_cfg_check(struct fd_cfg *c, char *why, size_t cap);
 /* Open the I/O, the node and the sockets and start their watchers on d->loop (d->cfg
  * set). Returns 0, or -errno with the reason logged; falcond_stop undoes what was done. */
 int falcond_start(struct fd_daemon *d);
@@ -308,6 +335,10 @@ size_t fd_api_json_clients(const struct fd_api *a, char *buf, size_t cap);
 size_t fd_api_json_qps(const struct fd_api *a, char *buf, size_t cap);
 size_t fd_api_json_mrs(const struct fd_api *a, char *buf, size_t cap);
 size_t fd_api_json_stats(const struct fd_api *a, char *buf, size_t cap);
+struct fd_json;
+/* The limits of struct fd_cfg beside what is in use, as members of the open object j
+ * (falconctl status). */
+void fd_api_json_limits(const struct fd_api *a, struct fd_json *j);
 
 /* ---- admin.c ---- */
 

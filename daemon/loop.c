@@ -309,11 +309,15 @@ void fd_cfg_default(struct fd_cfg *c)
 	snprintf(c->listen_addr, sizeof(c->listen_addr), "127.0.0.1");
 	c->data_port = 7470;
 	c->cm_port = FALCON_CM_PORT_DEFAULT;
-	c->max_conns = 1024;
-	c->max_qps = 1024;
-	c->max_cqs = 1024;
-	c->max_mrs = 4096;
-	c->max_clients = 64;
+	c->max_qps = FD_MAX_QPS_DEFAULT;
+	c->max_conns = FD_MAX_QPS_DEFAULT; /* fd_cfg_check: --max-qps's, unless given */
+	c->max_cqs = FD_MAX_CQS_DEFAULT;
+	c->max_mrs = FD_MAX_MRS_DEFAULT;
+	c->max_srqs = FD_MAX_SRQS_DEFAULT;
+	c->max_ahs = FD_MAX_AHS_DEFAULT;
+	c->max_pds = FD_MAX_PDS_DEFAULT;
+	c->max_clients = FD_MAX_CLIENTS_DEFAULT;
+	c->client_max_objects = FD_CLIENT_MAX_OBJECTS_DEFAULT; /* quotas 0: the daemon's */
 	c->mtu_bytes = 4096;
 	c->features_supported = FD_CM_F_ALL;
 	c->cm_retry_ms = 100;
@@ -331,6 +335,25 @@ void fd_cfg_default(struct fd_cfg *c)
 	/* --rue auto: a thread of its own costs a wakeup per CC event burst, which pays only
 	 * where it does not take a core from the loop or the clients */
 	c->rue_inline = sysconf(_SC_NPROCESSORS_ONLN) < 4;
+}
+
+int fd_cfg_check(struct fd_cfg *c, char *why, size_t cap)
+{
+	if (!c->max_conns_set)
+		c->max_conns = c->max_qps; /* an RC QP is one connection */
+	if (!c->client_max_qps)
+		c->client_max_qps = c->max_qps;
+	if (!c->client_max_mrs)
+		c->client_max_mrs = c->max_mrs;
+	if (c->client_max_qps > c->max_qps)
+		snprintf(why, cap, "--client-max-qps %u is above --max-qps %u", c->client_max_qps,
+			 c->max_qps);
+	else if (c->client_max_mrs > c->max_mrs)
+		snprintf(why, cap, "--client-max-mrs %u is above --max-mrs %u", c->client_max_mrs,
+			 c->max_mrs);
+	else
+		return 0;
+	return -EINVAL;
 }
 
 /* ---- start and stop ---- */
@@ -474,6 +497,9 @@ int falcond_start(struct fd_daemon *d)
 	nc.rdma.max_conns = d->cfg.max_conns;
 	nc.rdma.max_qps = d->cfg.max_qps;
 	nc.rdma.max_cqs = d->cfg.max_cqs;
+	nc.rdma.max_srqs = d->cfg.max_srqs;
+	nc.rdma.max_ahs = d->cfg.max_ahs;
+	nc.pd_cap = d->cfg.max_pds;
 	nc.rdma.mtu_bytes = d->cfg.mtu_bytes;
 	if (d->cfg.pending_resp)
 		nc.rdma.pending_resp = d->cfg.pending_resp;

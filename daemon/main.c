@@ -29,6 +29,8 @@ enum opt_id {
 	O_CM_RETRIES, O_FAULT_CM, O_CC, O_CC_TARGET_US, O_MIN_RTO_US, O_PENDING_RESP, O_PULL_DEFER,
 	O_CONN_DATA_CREDITS, O_RUE, O_SECURITY, O_KEY, O_PEER, O_REPLAY_MARGIN_US, O_KEY_ROTATE_S,
 	O_PSP_CIPHER, O_INSTANCE, O_POLL, O_POLL_US, O_CPU, O_SCHED, O_MLOCK,
+	O_MAX_QPS, O_MAX_CQS, O_MAX_MRS, O_MAX_SRQS, O_MAX_AHS, O_MAX_PDS, O_CLIENT_MAX_OBJECTS,
+	O_CLIENT_MAX_QPS, O_CLIENT_MAX_MRS,
 	O_METRICS = 1024, /* issue 26; apart from the list so that new options merge */
 };
 
@@ -51,6 +53,15 @@ static const struct option opts[] = {
 	{ "fault-cm", required_argument, NULL, O_FAULT_CM },
 	{ "max-conns", required_argument, NULL, O_MAX_CONNS },
 	{ "max-clients", required_argument, NULL, O_MAX_CLIENTS },
+	{ "max-qps", required_argument, NULL, O_MAX_QPS },
+	{ "max-cqs", required_argument, NULL, O_MAX_CQS },
+	{ "max-mrs", required_argument, NULL, O_MAX_MRS },
+	{ "max-srqs", required_argument, NULL, O_MAX_SRQS },
+	{ "max-ahs", required_argument, NULL, O_MAX_AHS },
+	{ "max-pds", required_argument, NULL, O_MAX_PDS },
+	{ "client-max-objects", required_argument, NULL, O_CLIENT_MAX_OBJECTS },
+	{ "client-max-qps", required_argument, NULL, O_CLIENT_MAX_QPS },
+	{ "client-max-mrs", required_argument, NULL, O_CLIENT_MAX_MRS },
 	{ "mtu", required_argument, NULL, O_MTU },
 	{ "cm-require", required_argument, NULL, O_CM_REQUIRE },
 	{ "cm-retry-ms", required_argument, NULL, O_CM_RETRY_MS },
@@ -117,8 +128,19 @@ static void usage(FILE *f)
 		"  --fault-rx SPEC        the same on receive\n"
 		"  --fault-seed N         seed of the fault injection (default 1)\n"
 		"  --fault-cm drop=P      lose connection-manager messages (both directions)\n"
-		"  --max-conns N          Falcon connections (default 1024)\n"
-		"  --max-clients N        client processes (default 64)\n"
+		"Limits (each table is sized from them at start; falconctl status shows them):\n"
+		"  --max-qps N            QPs (default %u, at most 65536)\n"
+		"  --max-conns N          Falcon connections (default: --max-qps; an RC QP is\n"
+		"                         one; at most 65536)\n"
+		"  --max-cqs N            completion queues (default %u)\n"
+		"  --max-mrs N            memory regions (default %u)\n"
+		"  --max-srqs N           shared receive queues (default %u)\n"
+		"  --max-ahs N            address handles (default %u)\n"
+		"  --max-pds N            protection domains (default %u)\n"
+		"  --max-clients N        client processes (default %u)\n"
+		"  --client-max-objects N objects of one client, all kinds (default %u)\n"
+		"  --client-max-qps N     QPs of one client (default: --max-qps)\n"
+		"  --client-max-mrs N     memory regions of one client (default: --max-mrs)\n"
 		"  --mtu N                RDMA payload bytes per packet (default 4096)\n"
 		"  --cm-require HEX       CM feature bits a peer must support (tests)\n"
 		"  --cm-retry-ms N        CM retransmission interval (default 100)\n"
@@ -150,7 +172,9 @@ static void usage(FILE *f)
 		"                         needs CAP_SYS_NICE / CAP_IPC_LOCK or their limits\n"
 		"  --mlock                lock falcond's memory (mlockall), also in class other\n"
 		"  -V, --version, -h, --help\n",
-		FALCON_CM_PORT_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT,
+		FALCON_CM_PORT_DEFAULT, FD_MAX_QPS_DEFAULT, FD_MAX_CQS_DEFAULT, FD_MAX_MRS_DEFAULT,
+		FD_MAX_SRQS_DEFAULT, FD_MAX_AHS_DEFAULT, FD_MAX_PDS_DEFAULT, FD_MAX_CLIENTS_DEFAULT,
+		FD_CLIENT_MAX_OBJECTS_DEFAULT, FD_CC_TARGET_US_DEFAULT, FD_MIN_RTO_US_DEFAULT,
 		FD_POLL_US_DEFAULT);
 }
 
@@ -243,11 +267,35 @@ static const char *hint(int id)
 		return " (other, fifo:PRIO or rr:PRIO with PRIO 1..99)";
 	case O_MLOCK:
 		return " (yes or no)";
+	case O_MAX_QPS:
+	case O_MAX_CONNS:
+	case O_MAX_CQS:
+	case O_MAX_SRQS:
+	case O_MAX_AHS:
+	case O_MAX_PDS:
+	case O_CLIENT_MAX_QPS:
+	case O_MAX_MRS:
+	case O_CLIENT_MAX_MRS:
+		return " (1 .. 65536)";
+	case O_CLIENT_MAX_OBJECTS:
+		return " (1 .. 262144)";
 	case O_PEER:
 		return " (KEY@ADDRESS:PORT: a base64 public key, an IPv4 address or [IPv6] and the "
 		       "peer's CM port; one peer per option or line)";
 	default:
 		return "";
+	}
+}
+
+/* The field of a daemon table's limit option. */
+static uint32_t *limit_of(struct fd_cfg *c, int id)
+{
+	switch (id) {
+	case O_MAX_QPS: return &c->max_qps;
+	case O_MAX_CQS: return &c->max_cqs;
+	case O_MAX_SRQS: return &c->max_srqs;
+	case O_MAX_AHS: return &c->max_ahs;
+	default: return &c->max_pds;
 	}
 }
 
@@ -443,9 +491,29 @@ static int apply(struct fd_cfg *c, int id, const char *name, const char *v, cons
 	}
 	case O_MAX_CONNS:
 		rc = parse_u32(v, 1, FC_NODE_CONNS_MAX, &c->max_conns);
+		c->max_conns_set = 1;
 		break;
 	case O_MAX_CLIENTS:
 		rc = parse_u32(v, 1, 65536, &c->max_clients);
+		break;
+	case O_MAX_QPS:
+	case O_MAX_CQS:
+	case O_MAX_SRQS:
+	case O_MAX_AHS:
+	case O_MAX_PDS:
+		rc = parse_u32(v, 1, FD_TABLE_MAX, limit_of(c, id));
+		break;
+	case O_MAX_MRS:
+		rc = parse_u32(v, 1, FC_MR_CAP_MAX, &c->max_mrs);
+		break;
+	case O_CLIENT_MAX_OBJECTS:
+		rc = parse_u32(v, 1, FD_CLIENT_OBJS_MAX, &c->client_max_objects);
+		break;
+	case O_CLIENT_MAX_QPS:
+		rc = parse_u32(v, 1, FD_TABLE_MAX, &c->client_max_qps);
+		break;
+	case O_CLIENT_MAX_MRS:
+		rc = parse_u32(v, 1, FC_MR_CAP_MAX, &c->client_max_mrs);
 		break;
 	case O_MTU:
 		if (!(rc = parse_u32(v, 256, 8192, &c->mtu_bytes)) && (c->mtu_bytes & 63))
@@ -570,7 +638,11 @@ static int parse_args(struct fd_cfg *c, int argc, char **argv)
 		fprintf(stderr, "falcond: unexpected argument '%s'\n", argv[optind]);
 		return -EINVAL;
 	}
-	return 0;
+	char why[160];
+
+	if ((rc = fd_cfg_check(c, why, sizeof(why))))
+		fprintf(stderr, "falcond: %s\n", why);
+	return rc;
 }
 
 int main(int argc, char **argv)

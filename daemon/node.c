@@ -34,6 +34,7 @@ struct fc_node {
 	struct fc_rdma *rdma;
 	struct conn_slot *slot;   /* cfg.txn.max_conns */
 	uint32_t free_hint;
+	uint32_t nslots;          /* slots reserved or open */
 	struct fc_peer_addr *peers;
 	uint32_t npeers;
 	struct fc_rue *rue;       /* NULL: no congestion control */
@@ -199,6 +200,7 @@ int fc_node_cid_reserve(struct fc_node *n, uint32_t peer, uint32_t *cid)
 	s->cid = (uint32_t)s->gen << FC_NODE_CID_SLOT_BITS | (uint32_t)(s - n->slot);
 	s->peer = peer;
 	s->reserved = 1;
+	n->nslots++;
 	n->free_hint = (uint32_t)(s - n->slot) + 1;
 	*cid = s->cid;
 	return 0;
@@ -232,6 +234,7 @@ int fc_node_cid_release(struct fc_node *n, uint32_t cid)
 	if (!s)
 		return -ENOENT;
 	s->reserved = 0;
+	n->nslots--;
 	return 0;
 }
 
@@ -340,7 +343,13 @@ int fc_node_conn_close(struct fc_node *n, struct fc_txn *t)
 	else if (n->cfg.cc_forget)
 		n->cfg.cc_forget(n->cfg.cc_ctx, s->cid);
 	s->t = NULL;
+	n->nslots--;
 	return 0;
+}
+
+uint32_t fc_node_conns_used(const struct fc_node *n)
+{
+	return n->nslots;
 }
 
 int fc_node_conn_remote_time(struct fc_node *n, struct fc_txn *t, uint64_t remote_ns)

@@ -196,6 +196,9 @@ int fc_node_conn_close(struct fc_node *n, struct fc_txn *t);
  * starts at the CM's estimate of the sender's clock instead of 0, so a packet sent
  * before the connection existed is refused. Returns 0 or -ENOENT. */
 int fc_node_conn_remote_time(struct fc_node *n, struct fc_txn *t, uint64_t remote_ns);
+/* Local CIDs in use: connections open, being set up (reserved) or closing; at most
+ * cfg.txn.max_conns. O(1). */
+uint32_t fc_node_conns_used(const struct fc_node *n);
 /* UD receive completions (struct fc_rdma_wc.src_id) of datagrams that came on a
  * connection name its peer as 1 + the peer's index (0 when the index does not fit in
  * 16 bits), which the caller maps back with fc_node_peer_addr. */

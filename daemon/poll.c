@@ -178,8 +178,11 @@ static int cpu_sched(struct fd_daemon *d)
 	struct sched_param sp = { .sched_priority = d->cfg.sched_prio };
 	int rc;
 
+	/* what is mapped now, populated and locked; what is mapped later (clients' memory,
+	 * rings) locked as it is touched: a client's arena is 1 GiB of address space of
+	 * which it uses what its QPs need (falcon/queue.h) */
 	if ((d->cfg.mlock || d->cfg.sched_policy != SCHED_OTHER) &&
-	    mlockall(MCL_CURRENT | MCL_FUTURE) < 0) {
+	    (mlockall(MCL_CURRENT) < 0 || mlockall(MCL_FUTURE | MCL_ONFAULT) < 0)) {
 		rc = -errno;
 		LOG_E("falcond: %s: mlockall: %s (needs CAP_IPC_LOCK or a memlock limit above "
 		      "falcond's size and its clients' registered memory: LimitMEMLOCK=infinity, "

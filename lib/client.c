@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +61,8 @@ struct falcon_context {
 	struct fc_api_hello_rep limits;
 	int ptracer_set;             /* allow_daemon done */
 	uint32_t poll_us;            /* falcon_wait_cq spins this long first (FALCON_POLL_US) */
+	void *arena;                 /* the rings of our QPs and their doorbells (falcon/queue.h),
+				      * or NULL: each QP's rings in a memfd of their own */
 	/* asynchronous events (falcon_get_async_event) */
 	pthread_mutex_t ev_lock;
 	int ev_fd;                   /* our end of the event socket */
@@ -129,7 +132,8 @@ struct lqp {
 	struct falcon_qp pub;        /* first */
 	struct node n;
 	void *rings, *sq, *rq;       /* sq / rq NULL where the type has none */
-	size_t bytes;
+	size_t bytes;                /* of the rings' own mapping (0: in the arena) */
+	uint32_t arena_bit;          /* its doorbell bit in the arena (0: the rings' flags) */
 	struct falcon_pd *pd;
 	struct falcon_cq *scq, *rcq;
 	struct falcon_srq *srq;      /* receives from it (rq unused), or NULL */
@@ -340,6 +344,39 @@ static uint32_t env_poll_us(void)
 	return (uint32_t)v;
 }
 
+/* The arena the daemon sent with its HELLO reply (afd; < 0: none, QPs get rings of their
+ * own): mapped and checked. 0 or -errno (-EPROTO: not a layout we know). */
+static int arena_map(struct falcon_context *ctx, int afd)
+{
+	struct stat st;
+	int rc = 0;
+
+	if (afd < 0)
+		return 0;
+	if (fstat(afd, &st) < 0 || (uint64_t)st.st_size != FC_ARENA_BYTES) {
+		rc = -EPROTO;
+	} else if ((ctx->arena = mmap(NULL, FC_ARENA_BYTES, PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_NORESERVE, afd, 0)) == MAP_FAILED) {
+		rc = -errno;
+		ctx->arena = NULL;
+	} else if (fc_arena_check(ctx->arena, FC_ARENA_BYTES)) {
+		munmap(ctx->arena, FC_ARENA_BYTES);
+		ctx->arena = NULL;
+		rc = -EPROTO;
+	}
+	close(afd);
+	return rc;
+}
+
+/* FALCON_ARENA=0: ask for no arena (each QP's rings in a memfd of their own, as with a
+ * daemon that has none). */
+static int env_arena(void)
+{
+	const char *s = getenv("FALCON_ARENA");
+
+	return !s || strcmp(s, "0");
+}
+
 /* Why connecting to falcond's socket at path failed (errno e), in a sentence that names
  * the path and where it came from. */
 static int open_fail(int e, const char *path, const char *from)
@@ -360,9 +397,10 @@ API struct falcon_context *falcon_open(const char *path)
 {
 	struct falcon_context *ctx;
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
-	struct fc_api_hello hello = { .client_version = FC_API_VERSION };
+	struct fc_api_hello hello = { .client_version = FC_API_VERSION,
+				      .flags = env_arena() ? FC_API_HELLO_ARENA : 0 };
 	const char *from = "falcon_open's argument";
-	int rc;
+	int rc, rfd[2];
 
 	if (!path) {
 		path = getenv("FALCON_SOCKET");
@@ -399,7 +437,8 @@ API struct falcon_context *falcon_open(const char *path)
 	}
 	/* the reply brings our end of the event socket (api.h) */
 	rc = rpc(ctx, FC_API_HELLO, &hello, sizeof(hello), ctx->db_fd, &ctx->limits,
-		 sizeof(ctx->limits), &ctx->ev_fd, 1);
+		 sizeof(ctx->limits), rfd, 2);
+	ctx->ev_fd = rfd[0];
 	if (!rc && ctx->ev_fd < 0)
 		rc = -EPROTO;
 	if (rc == -ENOTCONN || rc == -EPROTO)
@@ -409,6 +448,11 @@ API struct falcon_context *falcon_open(const char *path)
 			      "(too many clients, or another API version)", FC_API_VERSION);
 	else if (rc)
 		rc = fail(rc);
+	if (rc && rfd[1] >= 0)
+		close(rfd[1]);
+	else if (!rc && (rc = arena_map(ctx, rfd[1]))) /* it closes rfd[1] */
+		rc = fail_why(rc, "falcond at %s (%s) sent an arena this library cannot map",
+			      path, from);
 	if (rc)
 		goto err;
 	return ctx;
@@ -453,7 +497,7 @@ static void free_node(struct node *n)
 	case K_QP: {
 		struct lqp *q = (struct lqp *)((uint8_t *)n - offsetof(struct lqp, n));
 
-		if (q->rings)
+		if (q->rings && q->bytes)
 			munmap(q->rings, q->bytes);
 		free(q);
 		break;
@@ -477,6 +521,8 @@ API int falcon_close(struct falcon_context *ctx)
 	close(ctx->sock); /* the daemon releases everything of ours now */
 	while (ctx->head.next != &ctx->head)
 		free_node(ctx->head.next);
+	if (ctx->arena)
+		munmap(ctx->arena, FC_ARENA_BYTES);
 	close(ctx->db_fd);
 	close(ctx->ev_fd);
 	pthread_mutex_destroy(&ctx->lock);
@@ -500,6 +546,7 @@ static void device_attr_of(const struct fc_api_device_rep *r, struct falcon_devi
 		.max_inflight = r->max_inflight, .max_objects = r->max_objs,
 		.max_clients = r->max_clients, .atomic_cap = r->atomic_cap,
 		.atomic_size = r->atomic_bytes, .flags = r->flags,
+		.max_client_qp = r->max_client_qps, .max_client_mr = r->max_client_mrs,
 	};
 }
 
@@ -960,27 +1007,35 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 				 int fd)
 {
 	struct lqp *qp = calloc(1, sizeof(*qp));
+	uint64_t aoff = (uint64_t)rep->arena_unit * FC_ARENA_UNIT;
 	int rc = 0;
 
 	if (!qp) {
 		rc = -ENOMEM;
+	} else if (rep->arena_unit) { /* in the arena: no memfd */
+		if (fd >= 0 || !pd->n.ctx->arena || aoff < FC_ARENA_RINGS_OFF ||
+		    !rep->rings_bytes || rep->rings_bytes > FC_ARENA_BYTES - aoff)
+			rc = -EPROTO;
+		else
+			qp->rings = (uint8_t *)pd->n.ctx->arena + aoff;
 	} else if ((fd < 0) != !rep->rings_bytes) {
 		rc = -EPROTO;
 	} else if (fd >= 0 && (qp->rings = mmap(NULL, rep->rings_bytes, PROT_READ | PROT_WRITE,
 						MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		rc = -errno;
 		qp->rings = NULL;
-	} else if ((q->sq_entries && fc_ring_check(qp->rings, rep->rq_offset ? rep->rq_offset :
-								   rep->rings_bytes, FC_RING_SQ)) ||
-		   (q->rq_entries && (!rep->rq_offset || rep->rq_offset >= rep->rings_bytes ||
-				      fc_ring_check((uint8_t *)qp->rings + rep->rq_offset,
-						    rep->rings_bytes - rep->rq_offset, FC_RING_RQ)))) {
-		rc = -EPROTO;
 	}
+	if (!rc && ((q->sq_entries && fc_ring_check(qp->rings, rep->rq_offset ? rep->rq_offset :
+								  rep->rings_bytes, FC_RING_SQ)) ||
+		    (q->rq_entries && (!rep->rq_offset || rep->rq_offset >= rep->rings_bytes ||
+				       fc_ring_check((uint8_t *)qp->rings + rep->rq_offset,
+						     rep->rings_bytes - rep->rq_offset,
+						     FC_RING_RQ)))))
+		rc = -EPROTO;
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
-		if (qp && qp->rings)
+		if (qp && qp->rings && !rep->arena_unit)
 			munmap(qp->rings, rep->rings_bytes);
 		free(qp);
 		/* the daemon holds a QP we cannot use: give it back */
@@ -990,7 +1045,8 @@ static struct falcon_qp *qp_make(struct falcon_pd *pd, const struct falcon_qp_in
 		return fail_null(rc);
 	}
 	qp->pub = (struct falcon_qp){ .qp_num = rep->qpn, .remote_qp_num = rep->remote_qpn };
-	qp->bytes = rep->rings_bytes;
+	qp->bytes = rep->arena_unit ? 0 : rep->rings_bytes;
+	qp->arena_bit = rep->arena_unit;
 	qp->type = q->type;
 	qp->sq = q->sq_entries ? qp->rings : NULL;
 	qp->rq = q->rq_entries ? (uint8_t *)qp->rings + rep->rq_offset : NULL;
@@ -1394,12 +1450,15 @@ static int daemon_gone(struct falcon_context *ctx)
 	return 0;
 }
 
-static void doorbell(struct falcon_context *ctx, void *ring)
+/* After producing into ring: the doorbell, a system call only when the daemon sleeps.
+ * A QP in the arena sets its bit there (bit > 0), so that the daemon looks into its rings
+ * and not into every QP's; the daemon's flag is the arena's then. */
+static void doorbell(struct falcon_context *ctx, void *ring, uint32_t bit)
 {
 	uint64_t one = 1;
 
 	/* the daemon polls (flag 0): no system call */
-	if (fc_ring_needs_wakeup(ring))
+	if (bit ? fc_arena_doorbell(ctx->arena, bit) : fc_ring_needs_wakeup(ring))
 		(void)!write(ctx->db_fd, &one, sizeof(one));
 }
 
@@ -1454,7 +1513,7 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 	}
 	if (n) {
 		fc_ring_produce(qp->sq, n);
-		doorbell(qp->n.ctx, qp->sq);
+		doorbell(qp->n.ctx, qp->sq, qp->arena_bit);
 	}
 	if (rc) {
 		if (bad_wr)
@@ -1466,7 +1525,7 @@ API int falcon_post_send(struct falcon_qp *pub, struct falcon_send_wr *wr,
 
 /* Receive WRs into a receive ring (a QP's or an SRQ's), then the doorbell if the daemon
  * sleeps. 0, or -EINVAL / -ENOMEM / -ENOTCONN with *bad_wr at the first WR not posted. */
-static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t max_sge,
+static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t bit, uint32_t max_sge,
 			  struct falcon_recv_wr *wr, struct falcon_recv_wr **bad_wr)
 {
 	uint32_t n = 0, space;
@@ -1499,7 +1558,7 @@ static int ring_post_recv(struct falcon_context *ctx, void *ring, uint32_t max_s
 	}
 	if (n) {
 		fc_ring_produce(ring, n);
-		doorbell(ctx, ring);
+		doorbell(ctx, ring, bit);
 	}
 	if (rc) {
 		if (bad_wr)
@@ -1516,7 +1575,7 @@ API int falcon_post_recv(struct falcon_qp *pub, struct falcon_recv_wr *wr,
 
 	if (!pub || !qp->rq) /* verbs: a QP with an SRQ takes no receives of its own */
 		return fail(-EINVAL);
-	return ring_post_recv(qp->n.ctx, qp->rq, qp->max_recv_sge, wr, bad_wr);
+	return ring_post_recv(qp->n.ctx, qp->rq, qp->arena_bit, qp->max_recv_sge, wr, bad_wr);
 }
 
 /* ---- shared receive queues ---- */
@@ -1608,7 +1667,7 @@ API int falcon_post_srq_recv(struct falcon_srq *srq, struct falcon_recv_wr *wr,
 {
 	if (!srq)
 		return fail(-EINVAL);
-	return ring_post_recv(srq->n.ctx, srq->ring, srq->max_sge, wr, bad_wr);
+	return ring_post_recv(srq->n.ctx, srq->ring, 0, srq->max_sge, wr, bad_wr);
 }
 
 /* ---- asynchronous events ---- */
@@ -1716,6 +1775,8 @@ API const char *falcon_strerror(int err)
 	case EPROTOTYPE: return "the peer's QP is of a type that does not pair with ours";
 	case EUSERS: return "the peer daemon is out of resources (one of its tables is full)";
 	case ENOSPC: return "a table of our daemon is full";
+	case EDQUOT: return "this client's share of the daemon is used up (its log names the "
+			    "quota)";
 	case EHOSTUNREACH: return "peer unreachable (no falcond on that port, no route, or the "
 				  "name does not resolve)";
 	case ETIMEDOUT: return "timed out (no answer: the peer daemon or its host is down, or "

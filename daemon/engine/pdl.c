@@ -105,6 +105,8 @@ struct fc_pdl {
 
 	/* receiver ACK generation (9.1.6) */
 	uint64_t ack_deadline_ns;
+	uint32_t rx_hi[2];     /* per window: one past the highest PSN this PDL took in (ACK
+				* snapshots read the slots below it only: fc_win_snapshot_to) */
 	uint8_t push_ar[FC_WIN_SLOTS_MAX]; /* AR of received, not yet ULP-acked Push Data */
 
 	struct fc_nack_out nackq[FC_PDL_NACK_QUEUE];
@@ -216,6 +218,8 @@ struct fc_pdl *fc_pdl_new(const struct fc_pdl_cfg *cfg, struct fc_rx_state *rx,
 	p->rx = rx;
 	fc_win_init(&rx->req, FC_REQ_WIN, cfg->rx_psn[FC_WIN_REQ]);
 	fc_win_init(&rx->data, FC_DATA_WIN, cfg->rx_psn[FC_WIN_DATA]);
+	p->rx_hi[FC_WIN_REQ] = cfg->rx_psn[FC_WIN_REQ];
+	p->rx_hi[FC_WIN_DATA] = cfg->rx_psn[FC_WIN_DATA];
 	rx->ack_pending = rx->ar_pending = rx->t1_t2 = 0;
 	for (int i = 0; i < 2; i++) {
 		p->tx[i].bpsn = p->tx[i].npsn = p->tx[i].next_new = cfg->tx_psn[i];
@@ -529,8 +533,8 @@ static int rx_bitmaps_empty(struct fc_pdl *p)
 {
 	__u64 rx[2], ack[2], rq[2], rqa[2];
 
-	fc_win_snapshot(&p->rx->req, rq, rqa);
-	fc_win_snapshot(&p->rx->data, rx, ack);
+	fc_win_snapshot_to(&p->rx->req, p->rx_hi[FC_WIN_REQ], rq, rqa);
+	fc_win_snapshot_to(&p->rx->data, p->rx_hi[FC_WIN_DATA], rx, ack);
 	return !(rx[0] | rx[1] | ack[0] | ack[1] | rqa[0] | rqa[1]) && !p->rx->req.own &&
 	       !p->rx->data.own;
 }
@@ -735,8 +739,8 @@ static int build_ack(struct fc_pdl *p, void *buf, size_t cap)
 	__u64 rx[2], ack[2], rq[2], rqa[2];
 	int eack;
 
-	fc_win_snapshot(&p->rx->data, rx, ack);
-	fc_win_snapshot(&p->rx->req, rq, rqa);
+	fc_win_snapshot_to(&p->rx->data, p->rx_hi[FC_WIN_DATA], rx, ack);
+	fc_win_snapshot_to(&p->rx->req, p->rx_hi[FC_WIN_REQ], rq, rqa);
 	ack_fill(p, &f);
 	/* 9.1.6: EACK when a bitmap has news: request or data-ack bits, holes in data-rx
 	 * (1s not consecutive from bit 0), or an out-of-window notification. */
@@ -869,6 +873,8 @@ static void rx_data(struct fc_pdl *p, const struct fc_falcon_pkt *f, uint64_t tx
 	piggyback(p, f->rrbpsn, f->rdbpsn);
 	fc_rx_note_packet(p->rx, 0, fc_ns_to_ts(tx_ns), fc_ns_to_ts(now));
 	v = rx_verdict(p, w, f, xdp_marked);
+	if ((v == FC_WIN_NEW || v == FC_WIN_DUP) && fc_sn_lt(p->rx_hi[wid], f->psn + 1))
+		p->rx_hi[wid] = f->psn + 1; /* marked: the snapshots read up to it */
 	switch (v) {
 	case FC_WIN_NEW:
 		break;

@@ -533,6 +533,10 @@ int fc_rdma_qp_attach_rings(struct fc_rdma *d, uint32_t qpn, void *sq, size_t sq
  * Returns the number taken, -ENOENT (no such QP), -EINVAL (no ring attached), -EPROTO
  * (a broken ring, see above). */
 int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns);
+/* Whether the QP's rings hold WRs the engine has not taken (its queue was full, or its
+ * state takes no sends yet): 1 or 0; 0 also for no such QP or no rings. A caller that
+ * looks into rings only when told (a doorbell) looks again while this says 1. */
+int fc_rdma_qp_ring_pending(const struct fc_rdma *d, uint32_t qpn);
 /* An SRQ's receive WRs come from ring (FC_RING_RQ) from now on (fc_rdma_post_srq_recv
  * still works beside it). Returns 0, -ENOENT (no such SRQ), -EINVAL (bad ring, a ring
  * already attached). */

@@ -63,6 +63,38 @@ int fc_rdma_get_async_event(struct fc_rdma *d, struct fc_rdma_async_event *ev)
 /* ------------------------------------------------------------------------ */
 /* connections                                                               */
 
+/* The list of connections with kept answers (rdma_run_deferred): O(1) both ways. */
+void rdma_dq_list(struct fc_rdma *d, struct conn *c)
+{
+	uint32_t i = (uint32_t)(c - d->conn);
+
+	if (c->dq_listed)
+		return;
+	c->dq_listed = 1;
+	c->dq_next = NONE;
+	c->dq_prev = d->dq_last;
+	if (d->dq_last != NONE)
+		d->conn[d->dq_last].dq_next = i;
+	else
+		d->dq_first = i;
+	d->dq_last = i;
+}
+
+void rdma_dq_unlist(struct fc_rdma *d, struct conn *c)
+{
+	if (!c->dq_listed)
+		return;
+	if (c->dq_prev != NONE)
+		d->conn[c->dq_prev].dq_next = c->dq_next;
+	else
+		d->dq_first = c->dq_next;
+	if (c->dq_next != NONE)
+		d->conn[c->dq_next].dq_prev = c->dq_prev;
+	else
+		d->dq_last = c->dq_prev;
+	c->dq_listed = 0;
+}
+
 struct fc_txn *fc_rdma_conn_open(struct fc_rdma *d, const struct fc_txn_conn_cfg *cfg)
 {
 	struct conn *c = NULL;
@@ -129,6 +161,7 @@ int fc_rdma_conn_close(struct fc_rdma *d, struct fc_txn *t)
 	if (c->nref)
 		return -EBUSY;
 	pend_drop_conn(d, c);
+	rdma_dq_unlist(d, c);
 	fc_txn_conn_free(c->t);
 	free(c->dq);
 	c->dq = NULL;
@@ -276,6 +309,7 @@ struct fc_rdma *fc_rdma_new(const struct fc_rdma_cfg *cfg, struct fc_txn_engine 
 	d->cq_bits = bits_for(cfg->max_cqs);
 	d->srq_bits = bits_for(cfg->max_srqs);
 	d->ah_bits = bits_for(cfg->max_ahs);
+	d->dq_first = d->dq_last = NONE;
 	d->pkt_cap = cfg->mtu_bytes + FC_RDMA_HDR_MAX;
 	d->qp = calloc(cfg->max_qps, sizeof(*d->qp));
 	d->cq = calloc(cfg->max_cqs, sizeof(*d->cq));

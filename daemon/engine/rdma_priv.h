@@ -17,6 +17,7 @@
 #ifndef FALCON_RDMA_PRIV_H
 #define FALCON_RDMA_PRIV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "atomic.h"
@@ -188,6 +189,8 @@ struct conn {
 	struct dans *dq;           /* FIFO of answers waiting for room, dq_cap <= the txn
 				    * target table (one per accepted pull at most) */
 	uint32_t dq_cap, dq_head, dq_count, dq_reserved;
+	uint32_t dq_prev, dq_next; /* on the layer's list of connections with kept answers */
+	uint8_t dq_listed;
 	uint8_t used, ordered, dead, mn, retrying;
 	uint32_t nref;             /* QPs, AHs, WRs and transactions using it */
 	struct qp *qp;             /* its RC / XRC QP */
@@ -216,11 +219,15 @@ struct fc_rdma {
 	struct ah *ah;
 	struct conn *conn;
 	uint32_t conn_hint;       /* where fc_rdma_conn_open looks for a free slot first */
+	uint32_t qp_hint, cq_hint, srq_hint, ah_hint; /* the same for each table */
 	struct pend *pend;
 	uint64_t pend_seq;
 	uint32_t pend_used;
 	uint32_t pend_reserved;    /* pulls being answered: each may need a pend slot */
 	uint32_t dq_total;         /* answers kept in the connections' dq */
+	uint32_t dq_first, dq_last; /* connections with kept answers, in the order they got
+				     * their first (indexes of conn, NONE): rdma_run_deferred
+				     * visits those, not every connection */
 	uint8_t running_deferred;
 	uint32_t rec_gen;
 	uint8_t *pkt;              /* a request being built */
@@ -290,6 +297,26 @@ static inline struct ah *ah_get(const struct fc_rdma *d, uint32_t num)
 	return &d->ah[s];
 }
 
+/* A free slot of a table of n entries of size bytes each (used: the byte at used_off
+ * of an entry), looking from *hint on and moving it past the slot taken: creating N
+ * objects in a row is O(N), not O(N^2) (65,536 QPs must not take minutes). Returns the
+ * slot, or NONE when every one is used. */
+static inline uint32_t slot_take(const void *tbl, uint32_t n, size_t size, size_t used_off,
+				 uint32_t *hint)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = (*hint + i) % n;
+
+		if (!((const uint8_t *)tbl)[(size_t)k * size + used_off]) {
+			*hint = (k + 1) % n;
+			return k;
+		}
+	}
+	return NONE;
+}
+#define SLOT_TAKE(tbl, n, hint) \
+	slot_take((tbl), (n), sizeof(*(tbl)), offsetof(__typeof__(*(tbl)), used), (hint))
+
 /* The connection record of t if t is one of ours. */
 static inline struct conn *conn_of(const struct fc_rdma *d, struct fc_txn *t)
 {
@@ -323,6 +350,8 @@ static inline int is_send_op(uint8_t op) { return op <= FC_RDMA_WR_SEND_INV; }
 
 /* rdma_layer.c */
 void rdma_async_push(struct fc_rdma *d, uint8_t type, uint32_t num, uint64_t user);
+void rdma_dq_list(struct fc_rdma *d, struct conn *c);
+void rdma_dq_unlist(struct fc_rdma *d, struct conn *c);
 
 /* rdma_queue.c */
 void rdma_cq_push(struct fc_rdma *d, uint32_t cqn, const struct fc_rdma_wc *wc, struct qp *q);

@@ -318,11 +318,11 @@ int fc_rdma_qp_create(struct fc_rdma *d, const struct fc_rdma_qp_init *a, uint32
 		rc = check_conn(d, a->conn, a->order, &c);
 	if (rc)
 		return rc;
-	for (uint32_t i = 0; i < d->cfg.max_qps && !q; i++)
-		if (!d->qp[i].used)
-			q = &d->qp[i];
-	if (!q)
+	uint32_t k = SLOT_TAKE(d->qp, d->cfg.max_qps, &d->qp_hint);
+
+	if (k == NONE)
 		return -ENOSPC;
+	q = &d->qp[k];
 	gen = q->gen;
 	memset(q, 0, sizeof(*q));
 	q->gen = gen;

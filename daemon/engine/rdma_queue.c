@@ -64,11 +64,9 @@ int fc_rdma_cq_create(struct fc_rdma *d, uint32_t depth, uint32_t *cqn)
 
 	if (!depth || depth > TBL_MAX || !cqn)
 		return -EINVAL;
-	for (s = 0; s < d->cfg.max_cqs && !cq; s++)
-		if (!d->cq[s].used)
-			cq = &d->cq[s];
-	if (!cq)
+	if ((s = SLOT_TAKE(d->cq, d->cfg.max_cqs, &d->cq_hint)) == NONE)
 		return -ENOSPC;
+	cq = &d->cq[s];
 	cq->ring = calloc(depth, sizeof(*cq->ring));
 	if (!cq->ring)
 		return -ENOMEM;
@@ -224,11 +222,11 @@ int fc_rdma_srq_create(struct fc_rdma *d, const struct fc_rdma_srq_init *a, uint
 		return -ENOENT;
 	if (cq && cq->error)
 		return -EIO; /* its completions would be lost (rdma.h, "CQ overflow") */
-	for (uint32_t i = 0; i < d->cfg.max_srqs && !s; i++)
-		if (!d->srq[i].used)
-			s = &d->srq[i];
-	if (!s)
+	uint32_t k = SLOT_TAKE(d->srq, d->cfg.max_srqs, &d->srq_hint);
+
+	if (k == NONE)
 		return -ENOSPC;
+	s = &d->srq[k];
 	if (rdma_rq_init(&s->rq, a->depth, a->max_sge)) {
 		rdma_rq_fini(&s->rq);
 		return -ENOMEM;
@@ -279,11 +277,11 @@ int fc_rdma_ah_create(struct fc_rdma *d, uint32_t pd, struct fc_txn *conn, uint3
 		return -EINVAL;
 	if (!c)
 		return -ENOENT;
-	for (uint32_t i = 0; i < d->cfg.max_ahs && !ah; i++)
-		if (!d->ah[i].used)
-			ah = &d->ah[i];
-	if (!ah)
+	uint32_t k = SLOT_TAKE(d->ah, d->cfg.max_ahs, &d->ah_hint);
+
+	if (k == NONE)
 		return -ENOSPC;
+	ah = &d->ah[k];
 	ah->num = num_make(&ah->gen, d->ah_bits, (uint32_t)(ah - d->ah));
 	ah->used = 1;
 	ah->pd = pd;

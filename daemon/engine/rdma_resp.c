@@ -114,6 +114,7 @@ static void defer_answer(struct conn *c, uint32_t rsn, uint32_t resp_len,
 {
 	struct dans *a = &c->dq[(c->dq_head + c->dq_count++) % c->dq_cap];
 
+	rdma_dq_list(c->d, c);
 	a->rsn = rsn;
 	a->resp_len = resp_len;
 	a->h = *h;
@@ -895,15 +896,17 @@ static int pull_room(const struct fc_rdma *d)
 	return d->pend_used + d->pend_reserved < d->cfg.pending_resp;
 }
 
-/* Send kept answers, oldest first per connection, while there is room. */
+/* Send kept answers, oldest first per connection, connections in the order they kept
+ * their first, while there is room. */
 void rdma_run_deferred(struct fc_rdma *d)
 {
 	if (d->running_deferred || !d->dq_total)
 		return;
 	d->running_deferred = 1;
-	for (uint32_t i = 0; i < d->cfg.max_conns; i++) {
+	for (uint32_t i = d->dq_first, next; i != NONE && pull_room(d); i = next) {
 		struct conn *c = &d->conn[i];
 
+		next = c->dq_next; /* read after the answers below: more may have been listed */
 		while (c->used && c->dq_count && pull_room(d)) {
 			struct dans a = c->dq[c->dq_head];
 
@@ -914,6 +917,9 @@ void rdma_run_deferred(struct fc_rdma *d)
 			emit_answer(d, c, a.rsn, a.resp_len, &a.h, &a.src);
 			d->pend_reserved--;
 		}
+		next = c->dq_next;
+		if (!c->used || !c->dq_count)
+			rdma_dq_unlist(d, c);
 	}
 	d->running_deferred = 0;
 }

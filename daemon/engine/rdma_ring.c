@@ -275,6 +275,16 @@ int fc_rdma_qp_doorbell(struct fc_rdma *d, uint32_t qpn, uint64_t now_ns)
 	return n;
 }
 
+int fc_rdma_qp_ring_pending(const struct fc_rdma *d, uint32_t qpn)
+{
+	const struct qp *q = qp_get(d, qpn);
+
+	if (!q || q->ubroken)
+		return 0;
+	return (q->usq && load_idx(&((struct fc_ring_hdr *)q->usq)->prod) != q->usq_cons) ||
+	       (q->urq && load_idx(&((struct fc_ring_hdr *)q->urq)->prod) != q->urq_cons);
+}
+
 int fc_rdma_srq_attach_ring(struct fc_rdma *d, uint32_t srqn, void *ring, size_t bytes)
 {
 	struct srq *s = srq_get(d, srqn);

@@ -46,15 +46,16 @@
 #define FC_API_VERSION 5u     /* 2: SRQs; 3: QPs by create/modify, UD and AHs, XRC;
 				 * 4: verbs' QP timers (timeout, retry_cnt); 5: the event
 				 * socket in HELLO's reply, QUERY_DEVICE, the ring's status
-				 * word (issue 21) */
+				 * word, the client's arena (issue 21) */
 #define FC_API_MSG_MAX 512u
 #define FC_API_FDS_MAX 2u      /* descriptors per message */
 #define FC_API_EVENT 0x100u    /* the type of the event socket's messages (no request) */
 #define FC_API_WHY_MAX 200u    /* an error reply's sentence, its NUL included */
 
 enum fc_api_type {
-	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd; reply fd: its end of the
-				  event socket */
+	FC_API_HELLO = 1,      /* fd: the client's doorbell eventfd; reply fds: its end of
+				  the event socket first (always), then its arena
+				  (FC_API_HELLO_ARENA asked and granted) */
 	FC_API_ALLOC_PD,
 	FC_API_DEALLOC_PD,
 	FC_API_REG_MR,         /* fd: the memfd of the buffer (none: the client's memory) */
@@ -95,8 +96,13 @@ struct fc_api_hdr {
 /* HELLO: the client says who it is; the daemon answers with its limits. */
 struct fc_api_hello {
 	uint32_t client_version; /* FC_API_VERSION */
-	uint32_t pad;
+	uint32_t flags;          /* FC_API_HELLO_*; a daemon ignores those it does not know */
 };
+/* The client maps an arena (falcon/queue.h): the reply carries its memfd as its second
+ * descriptor (after the event socket), and the QPs it creates have their rings there
+ * (struct fc_api_qp_rep.arena_unit). A daemon that does not send the memfd has none:
+ * every QP's rings come in a memfd of their own. */
+#define FC_API_HELLO_ARENA 0x1u
 struct fc_api_hello_rep {
 	uint32_t max_sge, max_ring_entries, max_msg_bytes, mtu_bytes;
 };
@@ -116,6 +122,8 @@ struct fc_api_device_rep {
 	uint32_t atomic_cap;       /* enum falcon_atomic_cap */
 	uint32_t atomic_bytes;     /* an atomic's operand */
 	uint32_t flags;            /* FALCON_DEVICE_* */
+	uint32_t max_client_qps;   /* QPs per client (its quota) */
+	uint32_t max_client_mrs;   /* memory regions per client (its quota) */
 	uint32_t pad;
 };
 
@@ -253,10 +261,14 @@ struct fc_api_accept {
 	int32_t timeout_ms;    /* < 0: forever */
 };
 
-/* CONNECT / ACCEPT reply: the rings live in the memfd sent along, the send ring at
- * offset 0 and the receive ring at rq_offset. */
+/* CONNECT / ACCEPT / CREATE_QP reply: the rings live in the memfd sent along, the send
+ * ring at offset 0 and the receive ring at rq_offset; or, with arena_unit > 0 and no
+ * memfd, in the client's arena from arena_unit x FC_ARENA_UNIT bytes on (rings_bytes
+ * long, the receive ring at rq_offset from there), and doorbell bit arena_unit is the
+ * QP's (falcon/queue.h). */
 struct fc_api_qp_rep {
-	uint32_t handle, qpn, remote_qpn, pad;
+	uint32_t handle, qpn, remote_qpn;
+	uint32_t arena_unit;
 	uint64_t rings_bytes, rq_offset;
 };
 
@@ -286,7 +298,7 @@ _Static_assert(sizeof(struct fc_api_create_ah) == 40, "create_ah");
 _Static_assert(sizeof(struct fc_api_create_ah_src) == 16, "create_ah_src");
 _Static_assert(sizeof(struct fc_api_create_srq_rep) == 16, "create_srq reply");
 _Static_assert(sizeof(struct fc_api_qp_rep) == 32, "qp reply");
-_Static_assert(sizeof(struct fc_api_device_rep) == 104, "device reply");
+_Static_assert(sizeof(struct fc_api_device_rep) == 112, "device reply");
 
 /* QUERY_ADDR (no body): where the daemon listens, as its --listen, --port, --cm-port say
  * (falcon_query_addr). A daemon that predates it answers -EINVAL. */

@@ -106,8 +106,9 @@ enum falcon_atomic_cap { /* = enum ibv_atomic_cap */
 /* What the daemon holds, as its configuration sets it: verbs' ibv_query_device and
  * ibv_query_port in one. Counts of objects (max_qp ... max_ah) are the daemon's whole
  * tables, shared by all its clients; a context may also hold at most max_objects objects
- * of all kinds together. Fields added later go at the end: the library writes only the
- * first size bytes, and zeroes what a daemon too old to report leaves unknown. */
+ * of all kinds together, max_client_qp QPs and max_client_mr memory regions (EDQUOT).
+ * Fields added later go at the end: the library writes only the first size bytes, and
+ * zeroes what a daemon too old to report leaves unknown. */
 struct falcon_device_attr {
 	size_t size;               /* sizeof(struct falcon_device_attr), set by the caller */
 	uint64_t max_msg_size;     /* bytes per SEND, WRITE (with immediate) or READ work
@@ -136,6 +137,8 @@ struct falcon_device_attr {
 	uint32_t atomic_cap;       /* enum falcon_atomic_cap */
 	uint32_t atomic_size;      /* bytes of an atomic's operand and result (8) */
 	uint32_t flags;            /* FALCON_DEVICE_* */
+	uint32_t max_client_qp;    /* QPs one context may hold (falcond --client-max-qps) */
+	uint32_t max_client_mr;    /* memory regions one context may hold (--client-max-mrs) */
 };
 
 /* Fill attr (attr->size set by the caller; at most that many bytes written) with the
@@ -182,7 +185,9 @@ enum falcon_access {
  * other RDMA atomic (IB's ATOMIC_HCA), not to the process's own CPU atomics. NULL and
  * errno: EINVAL (bad access bits, len 0), EFAULT (the range is not mapped in this
  * process), EPERM (the daemon may not reach this process: another user without
- * CAP_SYS_PTRACE), ENOSPC (the daemon's region table is full), ENOTCONN (daemon gone). */
+ * CAP_SYS_PTRACE), ENOSPC (the daemon's region table is full), EDQUOT (this context's
+ * quota of regions or objects is used up: falcond --client-max-mrs, --client-max-objects),
+ * ENOTCONN (daemon gone). */
 struct falcon_mr *falcon_reg_mr(struct falcon_pd *pd, void *addr, size_t len, unsigned access);
 int falcon_dereg_mr(struct falcon_mr *mr);
 
@@ -417,6 +422,8 @@ struct falcon_qp_init_attr {
  *   ESTALE        the peer's clock and ours differ by more than 2 minutes
  *   EUSERS        the peer daemon is out of resources (its connection or QP table full)
  *   ENOSPC        our daemon's tables are full
+ *   EDQUOT        this context's quota of QPs or objects is used up (falcond
+ *                 --client-max-qps, --client-max-objects)
  *   EHOSTUNREACH  unreachable: an ICMP port unreachable (no falcond on that port) or host
  *                 / network unreachable came back, or there is no route
  *   ETIMEDOUT     no answer of any kind from the peer within 1 s (or three CM retry
@@ -492,8 +499,8 @@ struct falcon_qp_attr {
 #define FALCON_QP_ATTR_MIN_RNR_TIMER 0x8u
 
 /* A QP of any type in RESET, in pd, with rings as attr says. NULL and errno: EINVAL (bad
- * attr, objects of another context), ENOENT, ENOSPC, ENOMEM, ENOTCONN, EIO (a CQ in attr
- * overflowed: falcon_poll_cq). */
+ * attr, objects of another context), ENOENT, ENOSPC, EDQUOT (as falcon_connect), ENOMEM,
+ * ENOTCONN, EIO (a CQ in attr overflowed: falcon_poll_cq). */
 struct falcon_qp *falcon_create_qp(struct falcon_pd *pd, const struct falcon_qp_init_attr *attr);
 /* Move a QP of falcon_create_qp to attr->qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR,
  * ERR -> RESET; attr->attr_mask's timers are set on the way (on any QP, with qp_state

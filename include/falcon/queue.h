@@ -280,4 +280,127 @@ static inline int fc_ring_needs_wakeup(const void *mem)
 	return __atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED) != 0;
 }
 
+/* ---- The client's arena: QP rings and their doorbells in one mapping ----
+ *
+ * A client that asks for it at HELLO (falcon/api.h, FC_API_HELLO_ARENA) gets one memfd
+ * from the daemon, which both map once: a header, a doorbell bitmap, and the send and
+ * receive rings of the client's QPs in blocks of FC_ARENA_UNIT bytes (each a power of two
+ * of units, aligned to its size). Without it every QP was a memfd of its own, a mapping
+ * in both processes (vm.max_map_count: 65,530 on most systems) and at least two pages;
+ * and the daemon had to look into every QP's rings each time round its loop to find the
+ * few with new work. The file is sparse: only what is used takes memory.
+ *
+ * Doorbells: bit b of the bitmap stands for the QP whose rings start at unit b. After
+ * publishing WRs into a ring of that QP the producer calls fc_arena_doorbell(arena, b),
+ * which sets the bit and the summary bit of its word, and rings the context's eventfd
+ * when it returns nonzero (the daemon sleeps). The daemon takes the summary words, then
+ * the bitmap words they name (atomic exchanges with 0), and looks into the rings of the
+ * QPs whose bits were set, and only those. Ordering contract (every access seq_cst, so
+ * that each side sees the other's store in one of the two orders):
+ *
+ *   producer:  fc_ring_produce(ring, n); fc_arena_doorbell(arena, b): bitmap bit, then
+ *              the summary bit, then reads need_wakeup
+ *   daemon:    exchange a summary word, then each bitmap word it names, then read the
+ *              rings; before sleeping fc_arena_set_need_wakeup(arena, 1), then the
+ *              summary words once more
+ *
+ * The arena is the client's own memory too: whatever it writes there (a ring of its own,
+ * a bit for no QP) harms only itself; the daemon checks every bit against its own table
+ * and every ring as it checks any (fc_ring_check, fc_ring_avail).
+ */
+#define FC_ARENA_MAGIC 0x464c4341u  /* "FLCA" */
+#define FC_ARENA_VERSION 1u
+#define FC_ARENA_UNIT 1024u          /* bytes; ring blocks are 2^k units */
+#define FC_ARENA_BYTES (1ull << 30)  /* the whole file (sparse) */
+#define FC_ARENA_BITS ((uint32_t)(FC_ARENA_BYTES / FC_ARENA_UNIT))
+#define FC_ARENA_WORDS (FC_ARENA_BITS / 64u)     /* bitmap words */
+#define FC_ARENA_SUMMARY (FC_ARENA_WORDS / 64u)  /* summary words: one bit per bitmap word */
+
+struct fc_arena_hdr {
+	uint32_t size;          /* sizeof(struct fc_arena_hdr) */
+	uint32_t magic;         /* FC_ARENA_MAGIC */
+	uint16_t version;       /* FC_ARENA_VERSION */
+	uint16_t pad0;
+	uint32_t unit;          /* FC_ARENA_UNIT */
+	uint64_t bytes;         /* FC_ARENA_BYTES */
+	uint32_t summary_off;   /* byte offset of the summary words */
+	uint32_t bitmap_off;    /* byte offset of the bitmap words */
+	uint32_t rings_off;     /* rings start here (a multiple of the unit) */
+	uint8_t pad1[28];
+	/* written by the daemon only, on a line of its own */
+	uint32_t need_wakeup;   /* the daemon sleeps: ring the eventfd after a doorbell */
+	uint8_t pad2[60];
+};
+_Static_assert(sizeof(struct fc_arena_hdr) == 128, "arena header: two cache lines");
+_Static_assert(offsetof(struct fc_arena_hdr, need_wakeup) == 64, "wakeup flag on line 1");
+
+#define FC_ARENA_SUMMARY_OFF 4096u
+#define FC_ARENA_BITMAP_OFF (FC_ARENA_SUMMARY_OFF + FC_ARENA_SUMMARY * 8u)
+#define FC_ARENA_RINGS_OFF (((FC_ARENA_BITMAP_OFF + FC_ARENA_WORDS * 8u) + 65535u) & ~65535u)
+
+/* Lay the header out (the daemon, on a zeroed file of FC_ARENA_BYTES). */
+static inline void fc_arena_init(void *mem)
+{
+	struct fc_arena_hdr *h = (struct fc_arena_hdr *)mem;
+
+	h->size = sizeof(*h);
+	h->magic = FC_ARENA_MAGIC;
+	h->version = FC_ARENA_VERSION;
+	h->unit = FC_ARENA_UNIT;
+	h->bytes = FC_ARENA_BYTES;
+	h->summary_off = FC_ARENA_SUMMARY_OFF;
+	h->bitmap_off = FC_ARENA_BITMAP_OFF;
+	h->rings_off = FC_ARENA_RINGS_OFF;
+}
+
+/* The client: is this the layout it knows? 0 or -EINVAL. */
+static inline int fc_arena_check(const void *mem, size_t bytes)
+{
+	const struct fc_arena_hdr *h = (const struct fc_arena_hdr *)mem;
+
+	if (!mem || bytes != FC_ARENA_BYTES || h->size != sizeof(*h) ||
+	    h->magic != FC_ARENA_MAGIC || h->version != FC_ARENA_VERSION ||
+	    h->unit != FC_ARENA_UNIT || h->bytes != FC_ARENA_BYTES ||
+	    h->summary_off != FC_ARENA_SUMMARY_OFF || h->bitmap_off != FC_ARENA_BITMAP_OFF ||
+	    h->rings_off != FC_ARENA_RINGS_OFF)
+		return -EINVAL;
+	return 0;
+}
+
+static inline uint64_t *fc_arena_summary(void *mem)
+{
+	return (uint64_t *)((uint8_t *)mem + FC_ARENA_SUMMARY_OFF);
+}
+
+static inline uint64_t *fc_arena_bitmap(void *mem)
+{
+	return (uint64_t *)((uint8_t *)mem + FC_ARENA_BITMAP_OFF);
+}
+
+/* Producer, after fc_ring_produce into a ring of the QP at unit bit: nonzero when the
+ * daemon sleeps and the eventfd must be rung. */
+static inline int fc_arena_doorbell(void *mem, uint32_t bit)
+{
+	struct fc_arena_hdr *h = (struct fc_arena_hdr *)mem;
+	uint64_t *sum = fc_arena_summary(mem) + (bit >> 12);
+	uint64_t sbit = 1ull << ((bit >> 6) & 63);
+
+	__atomic_fetch_or(fc_arena_bitmap(mem) + (bit >> 6), 1ull << (bit & 63),
+			  __ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(sum, __ATOMIC_SEQ_CST) & sbit))
+		__atomic_fetch_or(sum, sbit, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&h->need_wakeup, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Daemon: 1 = about to sleep (ring me), 0 = polling. As fc_ring_set_need_wakeup. */
+static inline void fc_arena_set_need_wakeup(void *mem, uint32_t on)
+{
+	struct fc_arena_hdr *h = (struct fc_arena_hdr *)mem;
+
+	if (__atomic_load_n(&h->need_wakeup, __ATOMIC_RELAXED) != on)
+		__atomic_store_n(&h->need_wakeup, on, __ATOMIC_SEQ_CST);
+	if (on)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 #endif
