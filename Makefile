@@ -176,10 +176,10 @@ $(BUILD)/tests/sim/test_pdl_sim: tests/sim/test_pdl_sim.c $(SIM_OBJS) $(ENGINE_L
 include daemon/daemon.mk
 # the libfabric provider (fabric/fabric.mk)
 include fabric/fabric.mk
-# make install / uninstall and the directories they use (install.mk)
-include install.mk
 # the libibverbs ABI over the client library (verbs/verbs.mk)
 include verbs/verbs.mk
+# make install / uninstall and the directories they use (install.mk)
+include install.mk
 # an MPI program over it (Open MPI's ofi MTL), run by tests/e2e/test_mpi.sh; built when
 # mpicc is there (make deps installs it)
 DEB_PKGS += openmpi-bin libopenmpi-dev

@@ -44,6 +44,10 @@ $(INST)/falcond.service: systemd/falcond.service.in FORCE
 $(INST)/falcond.conf: systemd/falcond.conf.example FORCE
 	@mkdir -p $(@D)
 	sed -e 's|^# key /etc/falcon/falcond.key .*|key $(SYSCONFDIR)/falcon/falcond.key|' $< > $@
+# falcon-run with the directory its libibverbs.so.1 is installed in
+$(INST)/falcon-run: verbs/falcon-run.in FORCE
+	@mkdir -p $(@D)
+	sed -e 's|@VERBS_DIR@|$(LIBDIR)/falcon-verbs|' $< > $@
 $(INST)/falcon.tmpfiles: systemd/falcon.tmpfiles FORCE
 	@mkdir -p $(@D)
 	sed -e 's| /etc/falcon | $(SYSCONFDIR)/falcon |' $< > $@
@@ -83,15 +87,18 @@ f 644 docs/man/libfalcon-client.3 $(MANDIR)/man3/libfalcon-client.3
 f 644 examples/demo.c $(DOCDIR)/examples/demo.c
 f 644 examples/rc_pingpong.c $(DOCDIR)/examples/rc_pingpong.c
 f 644 $(FABRIC_PROV) $(FI_PROVIDER_DIR)/libfalcon-fi.so
+f 644 $(VERBS_LIB) $(LIBDIR)/falcon-verbs/libibverbs.so.1
+f 755 $(INST)/falcon-run $(BINDIR)/falcon-run
+f 644 docs/man/falcon-run.1 $(MANDIR)/man1/falcon-run.1
 f 644 tools/wireshark/falcon.lua $(WIRESHARK_LUA_DIR)/falcon.lua
 endef
 
 # the products alone (no tests): what install and the Debian packages need
-PROGRAMS := $(FALCOND) $(FALCONCTL) $(FALCON_PERF) $(CLIENT_LIB) $(FABRIC_PROV)
+PROGRAMS := $(FALCOND) $(FALCONCTL) $(FALCON_PERF) $(CLIENT_LIB) $(FABRIC_PROV) $(VERBS_LIB)
 programs: $(PROGRAMS)
 
 install: $(PROGRAMS) $(INST)/falcon-client.pc $(INST)/falcond.service $(INST)/falcond.conf \
-		$(INST)/falcon.tmpfiles
+		$(INST)/falcon.tmpfiles $(INST)/falcon-run
 	$(file >$(INST)/manifest,$(INSTALL_MANIFEST))
 	scripts/install.sh install $(INST)/manifest "$(DESTDIR)"
 

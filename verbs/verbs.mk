@@ -19,7 +19,7 @@ $(BUILD)/verbs/%.pic.o: verbs/%.c
 $(VERBS_LIB): $(VERBS_OBJS) verbs/libibverbs.map $(CLIENT_LIB)
 	$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=verbs/libibverbs.map \
 		-Wl,--no-undefined $(VERBS_OBJS) -o $@ $(ALL_LDFLAGS) -L$(BUILD)/lib -lfalcon-client \
-		-Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' -lpthread
+		$(if $(filter 1,$(NO_RPATH)),,-Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..') -lpthread
 
 $(FALCON_RUN): verbs/falcon-run.in
 	@mkdir -p $(@D)
@@ -28,16 +28,7 @@ $(FALCON_RUN): verbs/falcon-run.in
 DAEMON_ALL += $(VERBS_LIB) $(FALCON_RUN)
 all: $(VERBS_LIB) $(FALCON_RUN)
 
-install: install-verbs
-install-verbs: $(VERBS_LIB)
-	install -d $(DESTDIR)$(PREFIX)/lib/falcon-verbs $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 $(VERBS_LIB) $(DESTDIR)$(PREFIX)/lib/falcon-verbs/
-	sed -e 's|@VERBS_DIR@|$(PREFIX)/lib/falcon-verbs|' verbs/falcon-run.in \
-		> $(DESTDIR)$(PREFIX)/bin/falcon-run
-	chmod 755 $(DESTDIR)$(PREFIX)/bin/falcon-run
-	install -m 644 docs/man/falcon-run.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-.PHONY: install-verbs
+# make install / uninstall: install.mk's manifest (LIBDIR/falcon-verbs, falcon-run, its page)
 
 # tests/e2e/test_verbs.sh's misbehaving verbs program: built against rdma-core's headers
 # and library like any verbs program, run over falcon's through falcon-run
