@@ -45,6 +45,7 @@ static void run(struct fit *t)
 	uint64_t addr, key;
 
 	ops(t);
+	t->cntr = c;
 	CHECK(fi_ep_bind(t->ep, &c->fid, t->role ? FI_RECV : FI_SEND | FI_WRITE) == 0,
 	      "binding the counter");
 	if (t->role) {
@@ -88,8 +89,7 @@ static void run(struct fit *t)
 		}
 		fit_sync(t);
 	}
-	/* the counter stays bound until the endpoint closes (fit_run), then goes with the
-	 * process */
+	/* the counter stays bound until the endpoint closes: fit_close closes it after */
 }
 
 int main(int argc, char **argv)

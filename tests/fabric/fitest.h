@@ -50,6 +50,7 @@ struct fit {
 	struct fid_av *av;
 	struct fid_cq *txcq, *rxcq;
 	struct fid_ep *ep;
+	struct fid_cntr *cntr;     /* a counter the test bound to ep: closed after it */
 	fi_addr_t peer;
 	uint8_t self_name[64], peer_name[64];
 	size_t name_len;
@@ -220,6 +221,8 @@ static inline void fit_open(struct fit *t, uint64_t caps, enum fi_ep_type type)
 static inline void fit_close(struct fit *t)
 {
 	fi_close(&t->ep->fid);
+	if (t->cntr)
+		fi_close(&t->cntr->fid);
 	fi_close(&t->av->fid);
 	fi_close(&t->txcq->fid);
 	fi_close(&t->rxcq->fid);
