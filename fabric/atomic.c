@@ -211,7 +211,6 @@ ssize_t ffi_atomic_emulate(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	struct ffi_hdr *h;
 	struct ffi_areq *q;
 	uint8_t *p;
-	ssize_t r;
 
 	if (!count || n > FFI_ATOMIC_MAX)
 		return -FI_EINVAL; /* beyond fi_query_atomic's count */
@@ -245,18 +244,7 @@ ssize_t ffi_atomic_emulate(struct ffi_ep *ep, int kind, const void *buf, size_t 
 	rs->result = kind == FFI_AT_WRITE ? NULL : result;
 	rs->result_len = n;
 	rs->atomic = true;
-	op->rsend = (int32_t)h->data;
-	op->kind = FFI_K_SEND;
-	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)h, (uint32_t)(p - (uint8_t *)h),
-				       ep->pool_mr->lkey };
-	op->wr.num_sge = 1;
-	op->wr.opcode = FALCON_WR_SEND;
-	r = ffi_op_submit(ep, op, dest);
-	if (r) {
-		ffi_rsend_put(ep, rs);
-		ffi_op_put(ep, op);
-	}
-	return r;
+	return ffi_rsend_submit(ep, op, rs, h, (uint32_t)(p - (uint8_t *)h), h->data, dest);
 }
 
 /* FFI_OP_ATOMIC_RESP: the old values into the result buffer, the completion. */

@@ -1264,10 +1264,17 @@ static ssize_t post_rndv(struct ffi_ep *ep, void *buf, size_t len, fi_addr_t des
 	rs->context = op->context = context;
 	rs->cq_flags = op->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
 	rs->comp = ffi_tx_comp(ep, flags);
-	op->rsend = (int32_t)rv->token;
+	return ffi_rsend_submit(ep, op, rs, h, sizeof(*h) + sizeof(*rv), rv->token, dest);
+}
+
+ssize_t ffi_rsend_submit(struct ffi_ep *ep, struct ffi_op *op, struct ffi_rsend *rs,
+			 const void *hdr, uint32_t len, uint32_t token, fi_addr_t dest)
+{
+	ssize_t r;
+
+	op->rsend = (int32_t)token;
 	op->kind = FFI_K_SEND;
-	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)h, sizeof(*h) + sizeof(*rv),
-				       ep->pool_mr->lkey };
+	op->sge = (struct falcon_sge){ (uint64_t)(uintptr_t)hdr, len, ep->pool_mr->lkey };
 	op->wr.num_sge = 1;
 	op->wr.opcode = FALCON_WR_SEND;
 	r = ffi_op_submit(ep, op, dest);

@@ -642,6 +642,10 @@ void ffi_rjob_chunk_done(struct ffi_ep *ep, struct ffi_op *op, const struct falc
 bool ffi_iov_ok(const struct iovec *iov, size_t count);
 struct ffi_rsend *ffi_rsend_get(struct ffi_ep *ep);
 void ffi_rsend_put(struct ffi_ep *ep, struct ffi_rsend *rs);
+/* Send the control message hdr (len bytes in the pool) for rsend slot token as op; on
+ * failure rs and op are given back. */
+ssize_t ffi_rsend_submit(struct ffi_ep *ep, struct ffi_op *op, struct ffi_rsend *rs,
+			 const void *hdr, uint32_t len, uint32_t token, fi_addr_t dest);
 /* Whether a transmit with flags reports a success completion (fi_cq(3)): never for
  * fi_inject*(); on a CQ bound with FI_SELECTIVE_COMPLETION only with FI_COMPLETION. */
 static inline bool ffi_tx_comp(const struct ffi_ep *ep, uint64_t flags)
